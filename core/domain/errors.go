@@ -1,0 +1,114 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a machine-readable error code of the public API (contract section 4).
+// Every failure the core reports carries one; the edges map it to a transport
+// status exactly once.
+type Code string
+
+// The error codes of the contract. Edges must not invent others.
+const (
+	CodeMissingAPIKey           Code = "missing_api_key"
+	CodeInvalidAPIKey           Code = "invalid_api_key"
+	CodePermissionDenied        Code = "permission_denied"
+	CodeInvalidJSON             Code = "invalid_json"
+	CodeUnsupportedMediaType    Code = "unsupported_media_type"
+	CodeValidationFailed        Code = "validation_failed"
+	CodeNotFound                Code = "resource_not_found"
+	CodeRouteNotFound           Code = "route_not_found"
+	CodeMethodNotAllowed        Code = "method_not_allowed"
+	CodeAlreadyExists           Code = "resource_already_exists"
+	CodeInvalidStatusTransition Code = "invalid_status_transition"
+	CodeRequestTooLarge         Code = "request_too_large"
+	CodeIdempotencyKeyReused    Code = "idempotency_key_reused"
+	CodeIdempotencyKeyInUse     Code = "idempotency_key_in_use"
+	CodeTooManyRequests         Code = "too_many_requests"
+	CodeInternal                Code = "internal_error"
+	CodeUnavailable             Code = "service_unavailable"
+)
+
+// Error types: the broad categories of the spec's error object.
+const (
+	TypeAuthentication = "authentication_error"
+	TypeInvalidRequest = "invalid_request_error"
+	TypeRateLimit      = "rate_limit_error"
+	TypeAPI            = "api_error"
+)
+
+// Type is the spec's error.type for a code.
+func (c Code) Type() string {
+	switch c {
+	case CodeMissingAPIKey, CodeInvalidAPIKey:
+		return TypeAuthentication
+	case CodeTooManyRequests:
+		return TypeRateLimit
+	case CodeInternal, CodeUnavailable:
+		return TypeAPI
+	default:
+		return TypeInvalidRequest
+	}
+}
+
+// Error is the one error type of the core. Param names the request field or
+// query parameter at fault, for validation errors.
+type Error struct {
+	Code    Code
+	Message string
+	Param   string
+}
+
+func (e *Error) Error() string {
+	if e.Param != "" {
+		return fmt.Sprintf("%s: %s (param %s)", e.Code, e.Message, e.Param)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Errorf builds an Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid reports a validation failure of one request field.
+func Invalid(param, format string, args ...any) *Error {
+	return &Error{Code: CodeValidationFailed, Message: fmt.Sprintf(format, args...), Param: param}
+}
+
+// NotFound reports an absent resource. The same answer is given for a resource
+// of another workspace, so that ids cannot be probed across tenants.
+func NotFound(kind, id string) *Error {
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf("No such %s: '%s'", kind, id)}
+}
+
+// Forbidden reports a role that may not make the call.
+func Forbidden(format string, args ...any) *Error {
+	return &Error{Code: CodePermissionDenied, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns the domain error inside err, if any.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// ErrorCode is the code of err: its own for a domain error, internal_error for
+// anything else (whose detail must stay in the log).
+func ErrorCode(err error) Code {
+	if e, ok := AsError(err); ok {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// IsCode reports whether err carries code.
+func IsCode(err error, code Code) bool {
+	e, ok := AsError(err)
+	return ok && e.Code == code
+}

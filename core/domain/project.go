@@ -1,0 +1,62 @@
+package domain
+
+import (
+	"regexp"
+	"time"
+)
+
+var projectKeyRe = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)
+
+// Project groups tasks. Key is unique in the workspace and fixed after
+// creation. TaskCount counts the project's tasks, archived included.
+type Project struct {
+	ID          string
+	WorkspaceID string
+	Name        string
+	Key         string
+	TaskCount   int
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// NewProject validates a project about to be created.
+func NewProject(id, workspaceID, name, key string, now time.Time) (Project, error) {
+	name, err := cleanName("name", name, 200)
+	if err != nil {
+		return Project{}, err
+	}
+	if !projectKeyRe.MatchString(key) {
+		return Project{}, Invalid("key", "key must be 2-10 characters: an uppercase letter, then uppercase letters or digits")
+	}
+	now = Timestamp(now)
+	return Project{ID: id, WorkspaceID: workspaceID, Name: name, Key: key, CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// ProjectPatch is a merge patch of a project; only the name may change.
+type ProjectPatch struct {
+	Name Field[string]
+}
+
+// Apply returns the project with patch applied and what changed. A patch that
+// changes nothing returns the project untouched (updated_at included).
+func (p Project) Apply(patch ProjectPatch, now time.Time) (Project, Changes, error) {
+	var changes Changes
+	if patch.Name.Present {
+		v, err := required("name", patch.Name)
+		if err != nil {
+			return p, nil, err
+		}
+		name, err := cleanName("name", v, 200)
+		if err != nil {
+			return p, nil, err
+		}
+		if name != p.Name {
+			changes = append(changes, Change{Field: "name", Old: p.Name})
+			p.Name = name
+		}
+	}
+	if len(changes) > 0 {
+		p.UpdatedAt = Timestamp(now)
+	}
+	return p, changes, nil
+}

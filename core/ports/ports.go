@@ -1,0 +1,127 @@
+// Package ports declares what the core needs from the outside (stores, the
+// transaction boundary, clock, ids, rate limiter) and what it offers.
+//
+// Store methods never check permissions: the services in core/app do that.
+// They do scope every read to a workspace, so tenancy cannot be forgotten at
+// a call site. A store returns *domain.Error with resource_not_found for an
+// absent row, resource_already_exists for a unique violation, and any other
+// failure as a plain error (reported to clients as internal_error).
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// Transactor runs fn in one database transaction. The transaction travels in
+// the context given to fn; every store method called with that context joins
+// it. fn's error rolls everything back. Nested calls join the outer
+// transaction.
+type Transactor interface {
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// Clock tells the time; tests substitute a controllable one.
+type Clock interface {
+	Now() time.Time
+}
+
+// IDGenerator mints resource ids with a kind prefix.
+type IDGenerator interface {
+	NewID(prefix string) string
+}
+
+// WorkspaceStore persists workspaces.
+type WorkspaceStore interface {
+	// CreateWorkspace inserts w.
+	CreateWorkspace(ctx context.Context, w domain.Workspace) error
+	// FindWorkspaceByID returns resource_not_found when absent.
+	FindWorkspaceByID(ctx context.Context, id string) (domain.Workspace, error)
+	// CountWorkspaces counts every workspace; the first start bootstraps when 0.
+	CountWorkspaces(ctx context.Context) (int64, error)
+}
+
+// UserFilter selects users of one workspace, a page at a time.
+type UserFilter struct {
+	WorkspaceID string
+	After       *domain.Position
+	Limit       int // rows to return; callers ask for one more than a page
+}
+
+// UserStore persists users.
+type UserStore interface {
+	// CreateUser inserts u; resource_already_exists (param email) when the
+	// email is taken in the workspace.
+	CreateUser(ctx context.Context, u domain.User) error
+	// FindUserByID returns resource_not_found when absent or in another workspace.
+	FindUserByID(ctx context.Context, workspaceID, id string) (domain.User, error)
+	// FindUsersByIDs returns the users of the workspace among ids, in no order;
+	// absent ids are left out (dataloaders use it).
+	FindUsersByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.User, error)
+	// FindUsers lists users ordered by (created_at, id) after f.After.
+	FindUsers(ctx context.Context, f UserFilter) ([]domain.User, error)
+}
+
+// APIKeyStore persists API keys.
+type APIKeyStore interface {
+	// CreateAPIKey inserts k.
+	CreateAPIKey(ctx context.Context, k domain.APIKey) error
+	// FindAPIKeyByHash returns the key with that secret hash and its user, or
+	// resource_not_found. Revoked and expired keys are returned too; the
+	// caller decides.
+	FindAPIKeyByHash(ctx context.Context, hash string) (domain.APIKey, domain.User, error)
+	// FindAPIKeyByID returns resource_not_found when absent.
+	FindAPIKeyByID(ctx context.Context, id string) (domain.APIKey, error)
+	// FindAPIKeysByUser lists a user's keys, oldest first.
+	FindAPIKeysByUser(ctx context.Context, userID string) ([]domain.APIKey, error)
+	// RevokeAPIKey sets revoked_at unless already set, and returns the key.
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) (domain.APIKey, error)
+	// TouchAPIKey records that the key was used at at.
+	TouchAPIKey(ctx context.Context, id string, at time.Time) error
+}
+
+// ProjectFilter selects projects of one workspace, a page at a time.
+type ProjectFilter struct {
+	WorkspaceID string
+	After       *domain.Position
+	Limit       int
+}
+
+// ProjectStore persists projects.
+type ProjectStore interface {
+	// CreateProject inserts p; resource_already_exists (param key) when the
+	// key is taken in the workspace.
+	CreateProject(ctx context.Context, p domain.Project) error
+	// FindProjectByID returns resource_not_found when absent or in another workspace.
+	FindProjectByID(ctx context.Context, workspaceID, id string) (domain.Project, error)
+	// FindProjectsByIDs returns the projects of the workspace among ids, in no
+	// order; absent ids are left out.
+	FindProjectsByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.Project, error)
+	// FindProjects lists projects ordered by (created_at, id) after f.After.
+	FindProjects(ctx context.Context, f ProjectFilter) ([]domain.Project, error)
+	// UpdateProject writes the mutable fields of p (name, updated_at).
+	UpdateProject(ctx context.Context, p domain.Project) error
+}
+
+// RateDecision is the state of one key's window after (or without) a hit.
+type RateDecision struct {
+	Allowed   bool
+	Limit     int
+	Remaining int
+	Reset     time.Time // end of the current window
+}
+
+// RateLimiter counts hits per key in fixed windows: a key's window opens at
+// its first hit and lasts the given length; the next hit after it opens a new
+// one. Implementations: in-process, and Redis (shared between replicas).
+// Errors are infrastructure failures; callers decide whether to fail open.
+type RateLimiter interface {
+	// Take counts one hit on key. Allowed is true while the window holds at
+	// most limit hits, this one included.
+	Take(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (RateDecision, error)
+	// Peek reports key's window without counting. Allowed is true while the
+	// window holds fewer than limit hits (room for one more).
+	Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (RateDecision, error)
+}
