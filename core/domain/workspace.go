@@ -25,14 +25,14 @@ func NewWorkspace(id, name string, now time.Time) (Workspace, error) {
 
 // cleanName trims a display name and checks it holds 1..max characters and no
 // control characters. The trimmed value is what gets stored.
-func cleanName(param, s string, max int) (string, error) {
+func cleanName(param, s string, maxLen int) (string, error) {
 	s = strings.TrimSpace(s)
 	n := utf8.RuneCountInString(s)
 	if n == 0 {
 		return "", Invalid(param, "%s must not be empty", param)
 	}
-	if n > max {
-		return "", Invalid(param, "%s must be at most %d characters", param, max)
+	if n > maxLen {
+		return "", Invalid(param, "%s must be at most %d characters", param, maxLen)
 	}
 	if !utf8.ValidString(s) {
 		return "", Invalid(param, "%s must be valid UTF-8", param)

@@ -57,6 +57,10 @@ type UserStore interface {
 	CreateUser(ctx context.Context, u domain.User) error
 	// FindUserByID returns resource_not_found when absent or in another workspace.
 	FindUserByID(ctx context.Context, workspaceID, id string) (domain.User, error)
+	// FindUserByIDAnyWorkspace finds a user wherever it lives. Only for the
+	// operator's command-line tools, which act above tenancy; never call it
+	// on behalf of an API caller.
+	FindUserByIDAnyWorkspace(ctx context.Context, id string) (domain.User, error)
 	// FindUsersByIDs returns the users of the workspace among ids, in no order;
 	// absent ids are left out (dataloaders use it).
 	FindUsersByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.User, error)
@@ -101,8 +105,54 @@ type ProjectStore interface {
 	FindProjectsByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.Project, error)
 	// FindProjects lists projects ordered by (created_at, id) after f.After.
 	FindProjects(ctx context.Context, f ProjectFilter) ([]domain.Project, error)
+	// FindProjectByIDForUpdate is FindProjectByID that also locks the row
+	// until the transaction ends, so that concurrent updates serialise. Call
+	// it inside Transactor.InTx.
+	FindProjectByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Project, error)
 	// UpdateProject writes the mutable fields of p (name, updated_at).
 	UpdateProject(ctx context.Context, p domain.Project) error
+	// AddTaskCount adds delta to the project's task_count atomically in the
+	// database (never read-modify-write), so concurrent creates and deletes
+	// cannot make it drift. updated_at is left alone.
+	AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error
+}
+
+// TaskFilter selects tasks of one project, a page at a time. Nil filters
+// match everything.
+type TaskFilter struct {
+	WorkspaceID string
+	ProjectID   string
+	Status      *domain.Status
+	AssigneeID  *string
+	After       *domain.Position
+	Limit       int
+}
+
+// TaskStore persists tasks.
+type TaskStore interface {
+	// CreateTask inserts t.
+	CreateTask(ctx context.Context, t domain.Task) error
+	// FindTaskByID returns resource_not_found when absent or in another workspace.
+	FindTaskByID(ctx context.Context, workspaceID, id string) (domain.Task, error)
+	// FindTaskByIDForUpdate also locks the row until the transaction ends.
+	// Call it inside Transactor.InTx.
+	FindTaskByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Task, error)
+	// FindTasksByIDs returns the tasks of the workspace among ids, in no order.
+	FindTasksByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.Task, error)
+	// FindTasks lists a project's tasks ordered by (created_at, id) after
+	// f.After, filtered by status and assignee when set.
+	FindTasks(ctx context.Context, f TaskFilter) ([]domain.Task, error)
+	// UpdateTask writes the mutable fields of t.
+	UpdateTask(ctx context.Context, t domain.Task) error
+	// DeleteTask deletes the task; resource_not_found when no row was deleted.
+	DeleteTask(ctx context.Context, workspaceID, id string) error
+}
+
+// EventRecorder records an event, and the deliveries it owes to subscribed
+// webhooks, in the caller's transaction: a committed change always has its
+// event, a rolled-back one never does.
+type EventRecorder interface {
+	RecordEvent(ctx context.Context, e domain.Event) error
 }
 
 // RateDecision is the state of one key's window after (or without) a hit.
