@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+type apiKeyRow struct {
+	ID          string   `gorm:"column:id;primaryKey"`
+	WorkspaceID string   `gorm:"column:workspace_id"`
+	UserID      string   `gorm:"column:user_id"`
+	Name        string   `gorm:"column:name"`
+	SecretHash  string   `gorm:"column:secret_hash"`
+	CreatedAt   Time     `gorm:"column:created_at"`
+	ExpiresAt   NullTime `gorm:"column:expires_at"`
+	RevokedAt   NullTime `gorm:"column:revoked_at"`
+	LastUsedAt  NullTime `gorm:"column:last_used_at"`
+}
+
+func (apiKeyRow) TableName() string { return "api_keys" }
+
+func apiKeyToRow(k domain.APIKey) apiKeyRow {
+	return apiKeyRow{
+		ID: k.ID, WorkspaceID: k.WorkspaceID, UserID: k.UserID, Name: k.Name, SecretHash: k.SecretHash,
+		CreatedAt: Time(k.CreatedAt), ExpiresAt: NullTimeOf(k.ExpiresAt),
+		RevokedAt: NullTimeOf(k.RevokedAt), LastUsedAt: NullTimeOf(k.LastUsedAt),
+	}
+}
+
+func apiKeyFromRow(r apiKeyRow) domain.APIKey {
+	return domain.APIKey{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, UserID: r.UserID, Name: r.Name, SecretHash: r.SecretHash,
+		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: r.ExpiresAt.Ptr(),
+		RevokedAt: r.RevokedAt.Ptr(), LastUsedAt: r.LastUsedAt.Ptr(),
+	}
+}
+
+// keyWithUserRow is one row of the authentication join.
+type keyWithUserRow struct {
+	Key  apiKeyRow `gorm:"embedded"`
+	User userRow   `gorm:"embedded;embeddedPrefix:u_"`
+}
+
+// touchInterval is how stale last_used_at may get: a key used all the time is
+// written at most once per interval, whatever the number of processes.
+const touchInterval = time.Minute
+
+// APIKeyStore persists API keys.
+type APIKeyStore struct{ db *DB }
+
+var _ ports.APIKeyStore = (*APIKeyStore)(nil)
+
+// APIKeys is the API key repository of db.
+func (db *DB) APIKeys() *APIKeyStore { return &APIKeyStore{db: db} }
+
+// CreateAPIKey inserts k.
+func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k domain.APIKey) error {
+	row := apiKeyToRow(k)
+	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("store: create api key: %w", err)
+	}
+	return nil
+}
+
+// FindAPIKeyByHash returns the key with that secret hash and its user, or
+// resource_not_found, in one statement: it runs on every authenticated
+// request. Revoked and expired keys are returned too; the caller decides.
+func (s *APIKeyStore) FindAPIKeyByHash(ctx context.Context, hash string) (domain.APIKey, domain.User, error) {
+	var row keyWithUserRow
+	res := s.db.conn(ctx).Raw(`SELECT k.id, k.workspace_id, k.user_id, k.name, k.secret_hash,
+		       k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
+		       u.id AS u_id, u.workspace_id AS u_workspace_id, u.email AS u_email,
+		       u.name AS u_name, u.role AS u_role, u.created_at AS u_created_at
+		FROM api_keys k
+		JOIN users u ON u.workspace_id = k.workspace_id AND u.id = k.user_id
+		WHERE k.secret_hash = ?`, hash).Scan(&row)
+	if res.Error != nil {
+		return domain.APIKey{}, domain.User{}, fmt.Errorf("store: find api key: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		// The hash is a credential: it does not belong in the message.
+		return domain.APIKey{}, domain.User{}, &domain.Error{Code: domain.CodeNotFound, Message: "No such api_key"}
+	}
+	return apiKeyFromRow(row.Key), userFromRow(row.User), nil
+}
+
+// FindAPIKeyByID returns resource_not_found when absent.
+func (s *APIKeyStore) FindAPIKeyByID(ctx context.Context, id string) (domain.APIKey, error) {
+	var row apiKeyRow
+	if err := s.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return domain.APIKey{}, notFoundOr(err, "api_key", id)
+	}
+	return apiKeyFromRow(row), nil
+}
+
+// FindAPIKeysByUser lists a user's keys, oldest first.
+func (s *APIKeyStore) FindAPIKeysByUser(ctx context.Context, userID string) ([]domain.APIKey, error) {
+	var rows []apiKeyRow
+	if err := s.db.conn(ctx).Where("user_id = ?", userID).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list api keys: %w", err)
+	}
+	return mapRows(rows, apiKeyFromRow), nil
+}
+
+// RevokeAPIKey sets revoked_at unless already set, and returns the key;
+// resource_not_found when absent. Revoking twice keeps the first time.
+func (s *APIKeyStore) RevokeAPIKey(ctx context.Context, id string, at time.Time) (domain.APIKey, error) {
+	var k domain.APIKey
+	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		err := s.db.conn(ctx).Model(&apiKeyRow{}).
+			Where("id = ? AND revoked_at IS NULL", id).
+			Update("revoked_at", Time(at)).Error
+		if err != nil {
+			return fmt.Errorf("store: revoke api key: %w", err)
+		}
+		k, err = s.FindAPIKeyByID(ctx, id)
+		return err
+	})
+	return k, err
+}
+
+// TouchAPIKey records that the key was used at at. The write is conditional,
+// so last_used_at moves at most once per minute per key even when many
+// processes authenticate with it; an absent key is not an error.
+func (s *APIKeyStore) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
+	err := s.db.conn(ctx).Model(&apiKeyRow{}).
+		Where("id = ? AND (last_used_at IS NULL OR last_used_at <= ?)", id, Time(at.Add(-touchInterval))).
+		Update("last_used_at", Time(at)).Error
+	if err != nil {
+		return fmt.Errorf("store: touch api key: %w", err)
+	}
+	return nil
+}

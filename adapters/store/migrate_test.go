@@ -1,0 +1,74 @@
+package store_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+)
+
+func TestMigrateTwice(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		// storetest migrated db already.
+		applied, err := db.Migrate(context.Background())
+		if err != nil {
+			t.Fatalf("second Migrate: %v", err)
+		}
+		if applied == nil || len(applied) != 0 {
+			t.Fatalf("second Migrate applied %#v, want an empty, non-nil list", applied)
+		}
+	})
+}
+
+func TestMigrateFresh(t *testing.T) {
+	db, err := store.Open(context.Background(), "sqlite:"+t.TempDir()+"/fresh.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	applied, err := db.Migrate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "applied", applied, []int64{1})
+}
+
+// TestPostgresConcurrentMigrate: processes starting together on one fresh
+// PostgreSQL schema take turns; each migration is applied once.
+func TestPostgresConcurrentMigrate(t *testing.T) {
+	ctx := context.Background()
+	admin := storetest.Postgres(t)
+	// A second, empty schema in the same database, for the racing handles.
+	schema := "m_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_"))
+	schema = schema + "_" + itoa(int(base.UnixNano()%1e6))
+	if err := admin.Gorm().Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Gorm().Exec("DROP SCHEMA " + schema + " CASCADE") })
+
+	u, err := url.Parse(storetest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	var dbs []*store.DB
+	for range 3 {
+		db, err := store.Open(ctx, u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		dbs = append(dbs, db)
+	}
+	migrateConcurrently(t, dbs...)
+	// The tables landed in the schema of the URL.
+	var n int64
+	if err := dbs[0].Gorm().Raw(`SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name IN ('workspaces','users','api_keys','projects')`, schema).Scan(&n).Error; err != nil || n != 4 {
+		t.Fatalf("tables in %s: %d, %v", schema, n, err)
+	}
+}

@@ -1,0 +1,81 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+)
+
+func TestOpenRejectsUnknownURLs(t *testing.T) {
+	for _, u := range []string{"mysql://root:secret@localhost/db", "worktrack.db", "sqlite:", "sqlite:a.db?mode=ro", "file:x.db"} {
+		db, err := store.Open(context.Background(), u)
+		if err == nil {
+			db.Close()
+			t.Errorf("Open(%q) succeeded", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q) error leaks the password: %v", u, err)
+		}
+	}
+}
+
+func TestOpenUnreachablePostgres(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Port 1 on loopback refuses at once.
+	db, err := store.Open(ctx, "postgres://nobody@127.0.0.1:1/test?sslmode=disable&connect_timeout=5")
+	if err == nil {
+		db.Close()
+		t.Fatal("Open of an unreachable PostgreSQL succeeded")
+	}
+}
+
+func TestDialectAndPing(t *testing.T) {
+	want := map[string]string{"sqlite": store.DialectSQLite, "postgres": store.DialectPostgres}
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		if got := db.Dialect(); got != want[t.Name()[strings.LastIndex(t.Name(), "/")+1:]] {
+			t.Fatalf("Dialect = %q", got)
+		}
+		if err := db.Ping(context.Background()); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		if db.Gorm() == nil {
+			t.Fatal("Gorm() is nil")
+		}
+	})
+}
+
+func TestPingAfterClose(t *testing.T) {
+	db := storetest.SQLite(t)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(context.Background()); err == nil {
+		t.Fatal("Ping of a closed database succeeded")
+	}
+}
+
+func TestStatementCounterCountsOnlyItsDatabase(t *testing.T) {
+	a, b := storetest.SQLite(t), storetest.SQLite(t)
+	ca, cb := storetest.CountStatements(a), storetest.CountStatements(b)
+	ca2 := storetest.CountStatements(a)
+	newWorkspace(t, a)
+	if _, err := a.Workspaces().CountWorkspaces(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ca.N() != 2 || ca2.N() != 2 || cb.N() != 0 {
+		t.Fatalf("counted a=%d a'=%d b=%d; want 2, 2, 0: %q", ca.N(), ca2.N(), cb.N(), ca.Statements())
+	}
+	if s := ca.Statements(); !strings.HasPrefix(s[0], "INSERT INTO") || !strings.HasPrefix(s[1], "SELECT count(*)") {
+		t.Fatalf("statements = %q", s)
+	}
+	ca.Reset()
+	if ca.N() != 0 || ca2.N() != 2 {
+		t.Fatalf("Reset: a=%d a'=%d", ca.N(), ca2.N())
+	}
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+type projectRow struct {
+	ID          string `gorm:"column:id;primaryKey"`
+	WorkspaceID string `gorm:"column:workspace_id"`
+	Name        string `gorm:"column:name"`
+	Key         string `gorm:"column:key"`
+	TaskCount   int    `gorm:"column:task_count"`
+	CreatedAt   Time   `gorm:"column:created_at"`
+	UpdatedAt   Time   `gorm:"column:updated_at"`
+}
+
+func (projectRow) TableName() string { return "projects" }
+
+func projectToRow(p domain.Project) projectRow {
+	return projectRow{
+		ID: p.ID, WorkspaceID: p.WorkspaceID, Name: p.Name, Key: p.Key, TaskCount: p.TaskCount,
+		CreatedAt: Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt),
+	}
+}
+
+func projectFromRow(r projectRow) domain.Project {
+	return domain.Project{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, Name: r.Name, Key: r.Key, TaskCount: r.TaskCount,
+		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+	}
+}
+
+// ProjectStore persists projects.
+type ProjectStore struct{ db *DB }
+
+var _ ports.ProjectStore = (*ProjectStore)(nil)
+
+// Projects is the project repository of db.
+func (db *DB) Projects() *ProjectStore { return &ProjectStore{db: db} }
+
+// CreateProject inserts p; resource_already_exists (param key) when the key
+// is taken in the workspace.
+func (s *ProjectStore) CreateProject(ctx context.Context, p domain.Project) error {
+	row := projectToRow(p)
+	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+		if isDuplicate(err) {
+			return alreadyExists("key", "A project with key '%s' already exists in this workspace.", p.Key)
+		}
+		return fmt.Errorf("store: create project: %w", err)
+	}
+	return nil
+}
+
+// FindProjectByID returns resource_not_found when absent or in another
+// workspace. It is one statement: it is on the path of most task calls.
+func (s *ProjectStore) FindProjectByID(ctx context.Context, workspaceID, id string) (domain.Project, error) {
+	var row projectRow
+	err := s.db.conn(ctx).Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error
+	if err != nil {
+		return domain.Project{}, notFoundOr(err, "project", id)
+	}
+	return projectFromRow(row), nil
+}
+
+// FindProjectByIDForUpdate is FindProjectByID that also locks the row until
+// the transaction ends, so that concurrent updates serialise; call it inside
+// InTx. PostgreSQL locks the row (SELECT … FOR UPDATE). SQLite has no row
+// locks and needs none: its transactions begin IMMEDIATE, holding the
+// database's write lock from the start.
+func (s *ProjectStore) FindProjectByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Project, error) {
+	var row projectRow
+	q := s.db.conn(ctx)
+	if s.db.dialect == DialectPostgres {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	if err := q.Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error; err != nil {
+		return domain.Project{}, notFoundOr(err, "project", id)
+	}
+	return projectFromRow(row), nil
+}
+
+// FindProjectsByIDs returns the projects of the workspace among ids, in no
+// order; absent ids are left out.
+func (s *ProjectStore) FindProjectsByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.Project, error) {
+	if len(ids) == 0 {
+		return []domain.Project{}, nil
+	}
+	var rows []projectRow
+	err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("store: find projects: %w", err)
+	}
+	return mapRows(rows, projectFromRow), nil
+}
+
+// FindProjects lists projects ordered by (created_at, id) after f.After.
+func (s *ProjectStore) FindProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
+	var rows []projectRow
+	q := s.db.conn(ctx).Where("workspace_id = ?", f.WorkspaceID)
+	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list projects: %w", err)
+	}
+	return mapRows(rows, projectFromRow), nil
+}
+
+// UpdateProject writes the mutable fields of p (name, updated_at);
+// resource_not_found when p is absent from its workspace.
+func (s *ProjectStore) UpdateProject(ctx context.Context, p domain.Project) error {
+	res := s.db.conn(ctx).Model(&projectRow{}).
+		Where("workspace_id = ? AND id = ?", p.WorkspaceID, p.ID).
+		Updates(map[string]any{"name": p.Name, "updated_at": Time(p.UpdatedAt)})
+	if res.Error != nil {
+		return fmt.Errorf("store: update project: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("project", p.ID)
+	}
+	return nil
+}
+
+// AddTaskCount adds delta to the project's task_count in one UPDATE, never
+// read-modify-write, so concurrent task creations and deletions cannot make
+// it drift; updated_at is left alone. resource_not_found when the project is
+// absent from the workspace. The column's CHECK refuses a negative count.
+func (s *ProjectStore) AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error {
+	res := s.db.conn(ctx).Model(&projectRow{}).
+		Where("workspace_id = ? AND id = ?", workspaceID, id).
+		UpdateColumn("task_count", gorm.Expr("task_count + ?", delta))
+	if res.Error != nil {
+		return fmt.Errorf("store: add to task count: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("project", id)
+	}
+	return nil
+}

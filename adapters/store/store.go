@@ -1,0 +1,197 @@
+// Package store persists the domain with GORM, on PostgreSQL (the path for
+// scale: any number of server processes on one database) or on an embedded
+// SQLite file (the single-node default). Both dialects share the repositories;
+// only the schema files and the connection setup differ.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// The dialects Open understands, as reported by DB.Dialect.
+const (
+	DialectPostgres = "postgres"
+	DialectSQLite   = "sqlite"
+)
+
+// DB is an open database with its dialect. It is the Transactor, and it makes
+// the repositories (Workspaces, Users, APIKeys, Projects).
+type DB struct {
+	gorm    *gorm.DB
+	sql     *sql.DB
+	dialect string
+	// writeLock serialises write transactions of this process on a SQLite
+	// file: SQLite has one writer at a time anyway, and waiting here is cheaper
+	// and fairer than every transaction spinning in SQLite's busy handler.
+	// Other processes on the same file are held off by the busy timeout. Nil
+	// for PostgreSQL.
+	writeLock chan struct{}
+}
+
+// Option adjusts how Open connects.
+type Option func(*options)
+
+type options struct {
+	logger       logger.Interface
+	maxOpenConns int
+}
+
+// WithLogger logs slow statements (over 200ms) and failures to l. Statement
+// parameters are never logged: they include secret hashes and user data.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		o.logger = logger.NewSlogLogger(l, logger.Config{
+			SlowThreshold:             200 * time.Millisecond,
+			LogLevel:                  logger.Warn,
+			IgnoreRecordNotFoundError: true,
+			ParameterizedQueries:      true,
+		})
+	}
+}
+
+// WithMaxOpenConns caps the connection pool (default 20 for PostgreSQL, 16
+// for a SQLite file; always 1 for SQLite in memory).
+func WithMaxOpenConns(n int) Option {
+	return func(o *options) { o.maxOpenConns = n }
+}
+
+// Open connects to the database named by url and checks that it answers:
+// postgres://… or postgresql://… for PostgreSQL, sqlite:PATH or
+// sqlite::memory: for SQLite. It does not migrate; call Migrate.
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+	o := options{logger: logger.Discard}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var (
+		dialector gorm.Dialector
+		dialect   string
+		memory    bool
+	)
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		dialect = DialectPostgres
+		dialector = postgres.New(postgres.Config{DSN: url})
+		if o.maxOpenConns == 0 {
+			o.maxOpenConns = 20
+		}
+	case strings.HasPrefix(url, "sqlite:"):
+		dialect = DialectSQLite
+		dsn, mem, err := sqliteDSN(strings.TrimPrefix(url, "sqlite:"))
+		if err != nil {
+			return nil, err
+		}
+		memory = mem
+		dialector = sqlite.Open(dsn)
+		if memory {
+			// Every connection to ":memory:" is a database of its own.
+			o.maxOpenConns = 1
+		} else if o.maxOpenConns == 0 {
+			o.maxOpenConns = 16
+		}
+	default:
+		return nil, fmt.Errorf("store: unsupported database URL scheme %q (want postgres://…, postgresql://…, sqlite:PATH or sqlite::memory:)", scheme(url))
+	}
+
+	g, err := gorm.Open(dialector, &gorm.Config{
+		Logger:         o.logger,
+		TranslateError: true,
+		// Every write is a single statement or runs inside InTx; GORM's
+		// implicit per-statement transaction would only add round trips.
+		SkipDefaultTransaction: true,
+		DisableAutomaticPing:   true,
+		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	if err := registerUnavailable(g); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	sqlDB.SetMaxOpenConns(o.maxOpenConns)
+	if memory {
+		// The database lives exactly as long as its one connection.
+		sqlDB.SetMaxIdleConns(1)
+		sqlDB.SetConnMaxLifetime(0)
+		sqlDB.SetConnMaxIdleTime(0)
+	} else {
+		sqlDB.SetMaxIdleConns(min(4, o.maxOpenConns))
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	db := &DB{gorm: g, sql: sqlDB, dialect: dialect}
+	if dialect == DialectSQLite && !memory {
+		db.writeLock = make(chan struct{}, 1)
+	}
+	if err := db.Ping(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: connect to %s: %w", dialect, err)
+	}
+	return db, nil
+}
+
+// sqliteDSN builds the driver DSN for a SQLite path. WAL lets readers run
+// beside the one writer; the busy timeout makes a writer wait for another
+// (in this process or another) instead of failing with SQLITE_BUSY; BEGIN
+// IMMEDIATE takes the write lock when a transaction starts, so a transaction
+// never fails half-way when it upgrades from reading to writing (a case the
+// busy handler cannot retry). busy_timeout comes first so that switching a new
+// file to WAL also waits for other connections.
+func sqliteDSN(path string) (dsn string, memory bool, err error) {
+	if path == "" {
+		return "", false, errors.New("store: the sqlite URL names no file (want sqlite:PATH, or sqlite::memory: for a database in memory)")
+	}
+	if strings.Contains(path, "?") {
+		return "", false, fmt.Errorf("store: sqlite path %q must not contain '?'", path)
+	}
+	memory = path == ":memory:"
+	q := []string{
+		"_pragma=busy_timeout(10000)",
+		"_pragma=journal_mode(WAL)",
+		"_pragma=foreign_keys(1)",
+		"_pragma=synchronous(NORMAL)",
+		"_txlock=immediate",
+	}
+	return path + "?" + strings.Join(q, "&"), memory, nil
+}
+
+// scheme names the part of url before its first colon, for error messages
+// that must not echo credentials.
+func scheme(url string) string {
+	s, _, ok := strings.Cut(url, ":")
+	if !ok || s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// Dialect is DialectPostgres or DialectSQLite.
+func (db *DB) Dialect() string { return db.dialect }
+
+// Gorm is the underlying handle, for adapters that need a query the
+// repositories do not offer. Prefer the repositories.
+func (db *DB) Gorm() *gorm.DB { return db.gorm }
+
+// Ping reports whether the database answers (GET /readyz).
+func (db *DB) Ping(ctx context.Context) error {
+	return db.sql.PingContext(ctx)
+}
+
+// Close closes every connection. For SQLite in memory, it discards the data.
+func (db *DB) Close() error {
+	return db.sql.Close()
+}

@@ -1,0 +1,225 @@
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/worktrack/worktrack/adapters/store"
+)
+
+// Environment variables read by this package.
+const (
+	EnvDatabaseURL     = "TEST_DATABASE_URL"
+	EnvRequirePostgres = "WORKTRACK_REQUIRE_POSTGRES"
+)
+
+// containerImage is the PostgreSQL started when TEST_DATABASE_URL is unset.
+const containerImage = "postgres:16-alpine"
+
+// server is the PostgreSQL of this test binary, found once.
+var server struct {
+	mainCalled bool
+	once       sync.Once
+	baseURL    string // the test database; schemas are created in it
+	admin      *store.DB
+	container  *tcpostgres.PostgresContainer
+	err        error // why PostgreSQL is unavailable
+}
+
+// Main runs the tests of a package and then releases the PostgreSQL
+// container, if one was started; call it from TestMain. The container is
+// started on the first Postgres call, so packages that run only SQLite tests
+// never wait for one.
+func Main(m *testing.M) {
+	server.mainCalled = true
+	code := m.Run()
+	if server.admin != nil {
+		_ = server.admin.Close()
+	}
+	if server.container != nil {
+		if err := testcontainers.TerminateContainer(server.container); err != nil {
+			fmt.Fprintf(os.Stderr, "storetest: terminate postgres container: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// Postgres returns a fresh, migrated PostgreSQL database of its own (a
+// schema dropped when t ends), closed when t ends. Without PostgreSQL it skips
+// t, or fails it when WORKTRACK_REQUIRE_POSTGRES=1.
+func Postgres(t testing.TB) *store.DB {
+	t.Helper()
+	u := newSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("storetest: open postgres schema: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("storetest: migrate postgres: %v", err)
+	}
+	return db
+}
+
+// PostgresURL is Postgres for tests that start processes: it returns the URL
+// of a fresh, migrated schema (search_path set in the URL), dropped when t
+// ends. Stop the processes before then.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	u := newSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("storetest: open postgres schema: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("storetest: migrate postgres: %v", err)
+	}
+	return u
+}
+
+// newSchema creates an empty schema for t and returns a URL whose connections
+// use it (pgx sends unknown URL parameters as run-time parameters).
+func newSchema(t testing.TB) string {
+	t.Helper()
+	admin := requirePostgres(t)
+	schema := "t_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := admin.Gorm().WithContext(ctx).Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		t.Fatalf("storetest: create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := admin.Gorm().WithContext(ctx).Exec("DROP SCHEMA " + schema + " CASCADE").Error; err != nil {
+			t.Errorf("storetest: drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(server.baseURL)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// requirePostgres returns a handle on the test database, or skips (or fails)
+// t with the reason PostgreSQL is unavailable.
+func requirePostgres(t testing.TB) *store.DB {
+	t.Helper()
+	server.once.Do(findPostgres)
+	if server.err == nil {
+		return server.admin
+	}
+	msg := fmt.Sprintf("storetest: PostgreSQL unavailable: %v. "+
+		"Set %s=postgres://USER@HOST:5432/DBNAME (a dedicated test database) or make Docker available for testcontainers.",
+		server.err, EnvDatabaseURL)
+	if os.Getenv(EnvRequirePostgres) == "1" {
+		t.Fatalf("%s Failing because %s=1.", msg, EnvRequirePostgres)
+	}
+	t.Skip(msg + " Skipping.")
+	return nil
+}
+
+func findPostgres() {
+	if !server.mainCalled {
+		server.err = errors.New("the test package's TestMain must call storetest.Main(m)")
+		return
+	}
+	base := os.Getenv(EnvDatabaseURL)
+	if base == "" {
+		u, err := startContainer()
+		if err != nil {
+			server.err = fmt.Errorf("%s is unset and no container could be started: %w", EnvDatabaseURL, err)
+			return
+		}
+		base = u
+	} else if err := checkBaseURL(base); err != nil {
+		server.err = fmt.Errorf("%s: %w", EnvDatabaseURL, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := store.Open(ctx, base)
+	if err != nil {
+		server.err = err
+		return
+	}
+	server.baseURL, server.admin = base, admin
+}
+
+// checkBaseURL refuses the database named postgres: tests create and drop
+// schemas, which has no place in the maintenance database.
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return fmt.Errorf("scheme %q, want postgres://", u.Scheme)
+	}
+	switch name := strings.TrimPrefix(u.Path, "/"); name {
+	case "":
+		return errors.New("names no database; name a dedicated test database, e.g. postgres://…/test")
+	case "postgres":
+		return errors.New("names the database 'postgres'; name a dedicated test database, e.g. postgres://…/test")
+	}
+	if u.Query().Has("search_path") {
+		return errors.New("must not set search_path: each test gets a schema of its own")
+	}
+	return nil
+}
+
+// startContainer runs PostgreSQL in Docker, as the testcontainers-go postgres
+// module documents, and returns its URL. Without Docker it fails at once.
+func startContainer() (_ string, err error) {
+	defer func() {
+		// Some Docker discovery paths of testcontainers panic rather than
+		// return an error; either way PostgreSQL is unavailable.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("testcontainers: %v", r)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := tcpostgres.Run(ctx, containerImage,
+		tcpostgres.WithDatabase("worktrack_test"),
+		tcpostgres.WithUsername("worktrack"),
+		tcpostgres.WithPassword("worktrack"),
+		tcpostgres.BasicWaitStrategies(),
+	)
+	if c != nil {
+		// Run may return a container together with an error (e.g. the wait
+		// strategy failed); Main terminates it either way.
+		server.container = c
+	}
+	if err != nil {
+		return "", fmt.Errorf("testcontainers: %w", err)
+	}
+	return c.ConnectionString(ctx, "sslmode=disable")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

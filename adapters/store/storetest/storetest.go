@@ -1,0 +1,48 @@
+// Package storetest gives tests real databases: a fresh, migrated SQLite file
+// or PostgreSQL schema per test, and a statement counter.
+//
+// PostgreSQL comes from TEST_DATABASE_URL when it is set (it must name a
+// dedicated test database, never the one named "postgres"); otherwise Main
+// starts a postgres:16-alpine container with testcontainers-go on first use.
+// When neither is available, PostgreSQL tests are skipped with the reason,
+// unless WORKTRACK_REQUIRE_POSTGRES=1, which makes them fail.
+//
+// Every test package that uses Postgres, PostgresURL or ForEach calls Main
+// from its TestMain:
+//
+//	func TestMain(m *testing.M) { storetest.Main(m) }
+package storetest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/adapters/store"
+)
+
+// SQLite returns a fresh, migrated SQLite database in a file of t.TempDir(),
+// closed when t ends.
+func SQLite(t testing.TB) *store.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "worktrack.db"))
+	if err != nil {
+		t.Fatalf("storetest: open sqlite: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("storetest: migrate sqlite: %v", err)
+	}
+	return db
+}
+
+// ForEach runs fn as the subtests "sqlite" and "postgres", each on a fresh,
+// migrated database: one contract, every implementation.
+func ForEach(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { fn(t, Postgres(t)) })
+}

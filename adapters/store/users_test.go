@@ -1,0 +1,116 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+func TestUserStore(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Users()
+		ws, other := newWorkspace(t, db), newWorkspace(t, db)
+
+		u := newUser(t, db, ws, "ada@example.com", base)
+		got, err := s.FindUserByID(ctx, ws.ID, u.ID)
+		if err != nil {
+			t.Fatalf("FindUserByID: %v", err)
+		}
+		equal(t, "user", got, u)
+
+		t.Run("not found", func(t *testing.T) {
+			_, err := s.FindUserByID(ctx, ws.ID, "usr_absent")
+			wantCode(t, err, domain.CodeNotFound, "")
+		})
+
+		t.Run("another workspace's user is not found", func(t *testing.T) {
+			_, err := s.FindUserByID(ctx, other.ID, u.ID)
+			wantError(t, err, domain.CodeNotFound, "", "No such user: '"+u.ID+"'")
+		})
+
+		t.Run("email taken in the workspace", func(t *testing.T) {
+			dup, err := domain.NewUser(domain.NewID(domain.PrefixUser), ws.ID, u.Email, "Other", domain.RoleGuest, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.CreateUser(ctx, dup)
+			wantError(t, err, domain.CodeAlreadyExists, "email", "A user with email 'ada@example.com' already exists in this workspace.")
+			// The same email in another workspace is another user.
+			newUser(t, db, other, u.Email, base)
+		})
+
+		t.Run("role is constrained", func(t *testing.T) {
+			bad := u
+			bad.ID, bad.Email, bad.Role = domain.NewID(domain.PrefixUser), "bad@example.com", "owner"
+			if err := s.CreateUser(ctx, bad); err == nil {
+				t.Fatal("CreateUser with role owner succeeded")
+			}
+		})
+
+		t.Run("by ids", func(t *testing.T) {
+			u2 := newUser(t, db, ws, "grace@example.com", base)
+			foreign := newUser(t, db, other, "linus@example.com", base)
+			got, err := s.FindUsersByIDs(ctx, ws.ID, []string{u2.ID, "usr_absent", u.ID, foreign.ID, u.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(got, func(a, b domain.User) int { return compareStrings(a.ID, b.ID) })
+			want := []domain.User{u, u2}
+			slices.SortFunc(want, func(a, b domain.User) int { return compareStrings(a.ID, b.ID) })
+			equal(t, "FindUsersByIDs", got, want)
+
+			none, err := s.FindUsersByIDs(ctx, ws.ID, nil)
+			if err != nil || none == nil || len(none) != 0 {
+				t.Fatalf("FindUsersByIDs(nil) = %v, %v; want an empty slice", none, err)
+			}
+		})
+	})
+}
+
+func TestFindUsersPages(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ws, other := newWorkspace(t, db), newWorkspace(t, db)
+		var want []domain.User
+		for i, at := range creationTimes() {
+			want = append(want, newUser(t, db, ws, "u"+itoa(i)+"@example.com", at))
+			newUser(t, db, other, "u"+itoa(i)+"@example.com", at)
+		}
+		sortByPosition(want, userPosition)
+		for _, size := range []int{1, 3, len(want), len(want) + 5} {
+			got := collectPages(t, size, userPosition, func(after *domain.Position, limit int) ([]domain.User, error) {
+				return db.Users().FindUsers(context.Background(), ports.UserFilter{WorkspaceID: ws.ID, After: after, Limit: limit})
+			})
+			equal(t, "users across pages of "+itoa(size), got, want)
+		}
+	})
+}
+
+func userPosition(u domain.User) domain.Position {
+	return domain.Position{CreatedAt: u.CreatedAt, ID: u.ID}
+}
+
+// creationTimes are the created_at of a list fixture, out of order: several
+// rows share an instant (so id breaks the tie), some differ by a single
+// microsecond, one is a year away (so a string that compared only a prefix
+// would be caught).
+func creationTimes() []time.Time {
+	return []time.Time{
+		base.Add(time.Hour),
+		base,
+		base.Add(time.Microsecond),
+		base,
+		base.Add(-time.Microsecond),
+		base.Add(time.Hour),
+		base.AddDate(-1, 0, 0),
+		base,
+		base.Add(time.Second),
+		base.Add(time.Hour),
+	}
+}
