@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// Admin is the operator's use cases, run from the command line with direct
+// database access: no actor, no roles.
+type Admin struct {
+	d    Deps
+	auth *Auth
+}
+
+// CreateWorkspace makes a workspace.
+func (s *Admin) CreateWorkspace(ctx context.Context, name string) (domain.Workspace, error) {
+	w, err := domain.NewWorkspace(s.d.IDs.NewID(domain.PrefixWorkspace), name, s.d.Clock.Now())
+	if err != nil {
+		return domain.Workspace{}, err
+	}
+	return w, s.d.Workspaces.CreateWorkspace(ctx, w)
+}
+
+// CreateUser adds a user to a workspace; resource_not_found for an unknown
+// workspace (param workspace), resource_already_exists for a taken email.
+func (s *Admin) CreateUser(ctx context.Context, workspaceID, email, name string, role domain.Role) (domain.User, error) {
+	if _, err := s.d.Workspaces.FindWorkspaceByID(ctx, workspaceID); err != nil {
+		return domain.User{}, err
+	}
+	u, err := domain.NewUser(s.d.IDs.NewID(domain.PrefixUser), workspaceID, email, name, role, s.d.Clock.Now())
+	if err != nil {
+		return domain.User{}, err
+	}
+	return u, s.d.Users.CreateUser(ctx, u)
+}
+
+// CreateKey makes an API key for a user and returns its secret, which is
+// never shown again. A ttl of 0 makes a key that does not expire.
+func (s *Admin) CreateKey(ctx context.Context, userID, name string, ttl time.Duration) (domain.APIKey, string, error) {
+	u, err := s.findUser(ctx, userID)
+	if err != nil {
+		return domain.APIKey{}, "", err
+	}
+	k, secret, err := domain.NewAPIKey(s.d.IDs.NewID(domain.PrefixAPIKey), u, name, ttl, s.d.Clock.Now())
+	if err != nil {
+		return domain.APIKey{}, "", err
+	}
+	return k, secret, s.d.Keys.CreateAPIKey(ctx, k)
+}
+
+// ListKeys lists a user's keys (hashes only; secrets are never kept).
+func (s *Admin) ListKeys(ctx context.Context, userID string) ([]domain.APIKey, error) {
+	if _, err := s.findUser(ctx, userID); err != nil {
+		return nil, err
+	}
+	return s.d.Keys.FindAPIKeysByUser(ctx, userID)
+}
+
+// RevokeKey revokes a key. It stops working at once in this process and
+// within the key cache TTL in every other.
+func (s *Admin) RevokeKey(ctx context.Context, id string) (domain.APIKey, error) {
+	k, err := s.d.Keys.RevokeAPIKey(ctx, id, domain.Timestamp(s.d.Clock.Now()))
+	if err != nil {
+		return domain.APIKey{}, err
+	}
+	s.auth.forget(k.SecretHash)
+	return k, nil
+}
+
+// Bootstrap prepares an empty database for a first start: workspace
+// "Default", an admin with the given email, and one API key whose secret is
+// returned. When any workspace exists it does nothing and returns created
+// false, so the secret is shown at most once in the database's life.
+func (s *Admin) Bootstrap(ctx context.Context, email string) (created bool, key domain.APIKey, secret string, err error) {
+	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		n, err := s.d.Workspaces.CountWorkspaces(ctx)
+		if err != nil || n > 0 {
+			return err
+		}
+		w, err := s.CreateWorkspace(ctx, "Default")
+		if err != nil {
+			return err
+		}
+		u, err := s.CreateUser(ctx, w.ID, email, "Admin", domain.RoleAdmin)
+		if err != nil {
+			return err
+		}
+		key, secret, err = s.CreateKey(ctx, u.ID, "bootstrap", 0)
+		created = err == nil
+		return err
+	})
+	return created, key, secret, err
+}
+
+// findUser finds a user in any workspace: the operator is not scoped.
+func (s *Admin) findUser(ctx context.Context, id string) (domain.User, error) {
+	if !domain.HasPrefix(id, domain.PrefixUser) {
+		return domain.User{}, domain.NotFound("user", id)
+	}
+	return s.d.Users.FindUserByIDAnyWorkspace(ctx, id)
+}

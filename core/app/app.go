@@ -1,0 +1,94 @@
+// Package app holds the use cases: one service per aggregate. Authorisation,
+// tenancy and (later) event recording happen here, once, for every edge.
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// Deps are the ports the services drive.
+type Deps struct {
+	Tx         ports.Transactor
+	Clock      ports.Clock
+	IDs        ports.IDGenerator
+	Workspaces ports.WorkspaceStore
+	Users      ports.UserStore
+	Keys       ports.APIKeyStore
+	Projects   ports.ProjectStore
+	Tasks      ports.TaskStore
+	// Events records events in the transaction of the change; nil records
+	// nothing.
+	Events ports.EventRecorder
+}
+
+// App is the set of services both APIs call.
+type App struct {
+	Auth     *Auth
+	Users    *Users
+	Projects *Projects
+	Tasks    *Tasks
+	Admin    *Admin
+}
+
+// New wires the services. A nil Clock or IDs gets the system one.
+func New(d Deps, opts AuthOptions) *App {
+	if d.Clock == nil {
+		d.Clock = SystemClock{}
+	}
+	if d.IDs == nil {
+		d.IDs = RandomIDs{}
+	}
+	auth := newAuth(d, opts)
+	return &App{
+		Auth:     auth,
+		Users:    &Users{d: d},
+		Projects: &Projects{d: d},
+		Tasks:    &Tasks{d: d},
+		Admin:    &Admin{d: d, auth: auth},
+	}
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns the current time.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// RandomIDs mints ids from crypto/rand.
+type RandomIDs struct{}
+
+// NewID returns a fresh id of the given kind.
+func (RandomIDs) NewID(prefix string) string { return domain.NewID(prefix) }
+
+// pageQuery turns a page request into the store's keyset arguments: the
+// position after which to read, and how many rows (one more than the page, to
+// learn whether more exist).
+func pageQuery(req domain.PageRequest, scope string) (*domain.Position, int, error) {
+	if err := domain.ValidateLimit("limit", req.Limit); err != nil {
+		return nil, 0, err
+	}
+	if req.Cursor == "" {
+		return nil, req.Limit + 1, nil
+	}
+	pos, err := domain.DecodeCursor("cursor", scope, req.Cursor)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &pos, req.Limit + 1, nil
+}
+
+// record records an event in the current transaction. It is the one place
+// events are born, so REST and GraphQL emit the same ones.
+func (d Deps) record(ctx context.Context, workspaceID string, typ domain.EventType, data any, changes domain.Changes) error {
+	if d.Events == nil {
+		return nil
+	}
+	return d.Events.RecordEvent(ctx, domain.Event{
+		ID: d.IDs.NewID(domain.PrefixEvent), WorkspaceID: workspaceID, Type: typ,
+		CreatedAt: domain.Timestamp(d.Clock.Now()), Data: data, Previous: changes,
+	})
+}

@@ -1,0 +1,191 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// Tasks is the task use cases.
+type Tasks struct{ d Deps }
+
+// TaskListFilter narrows a project's task list; nil fields match everything.
+type TaskListFilter struct {
+	Status     *domain.Status
+	AssigneeID *string
+}
+
+// Create adds a task to a project of the caller's workspace. Members and
+// admins only. resource_not_found for an absent or foreign project;
+// validation_failed for a bad field, including an assignee who is not a
+// member of the workspace (param assignee_id).
+func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in domain.TaskInput) (domain.Task, error) {
+	if err := a.Require(domain.PermWrite); err != nil {
+		return domain.Task{}, err
+	}
+	if !domain.HasPrefix(projectID, domain.PrefixProject) {
+		return domain.Task{}, domain.NotFound("project", projectID)
+	}
+	t, err := domain.NewTask(s.d.IDs.NewID(domain.PrefixTask), a.WorkspaceID, projectID, in, s.d.Clock.Now())
+	if err != nil {
+		return domain.Task{}, err
+	}
+	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, projectID); err != nil {
+			return err
+		}
+		if err := s.checkAssignee(ctx, a, t.AssigneeID); err != nil {
+			return err
+		}
+		if err := s.d.Tasks.CreateTask(ctx, t); err != nil {
+			return err
+		}
+		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, projectID, 1); err != nil {
+			return err
+		}
+		return s.d.record(ctx, a.WorkspaceID, domain.EventTaskCreated, t, nil)
+	})
+	return t, err
+}
+
+// checkAssignee refuses an assignee who is not a member of the workspace.
+func (s *Tasks) checkAssignee(ctx context.Context, a domain.Actor, id *string) error {
+	if id == nil {
+		return nil
+	}
+	_, err := s.d.Users.FindUserByID(ctx, a.WorkspaceID, *id)
+	if domain.IsCode(err, domain.CodeNotFound) {
+		return domain.Invalid("assignee_id", "assignee_id must be the id of a user of this workspace")
+	}
+	return err
+}
+
+// Get returns a task of the caller's workspace, or resource_not_found.
+func (s *Tasks) Get(ctx context.Context, a domain.Actor, id string) (domain.Task, error) {
+	if err := a.Require(domain.PermRead); err != nil {
+		return domain.Task{}, err
+	}
+	if !domain.HasPrefix(id, domain.PrefixTask) {
+		return domain.Task{}, domain.NotFound("task", id)
+	}
+	return s.d.Tasks.FindTaskByID(ctx, a.WorkspaceID, id)
+}
+
+// GetMany returns the tasks among ids (absent or foreign ids left out).
+func (s *Tasks) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]domain.Task, error) {
+	if err := a.Require(domain.PermRead); err != nil {
+		return nil, err
+	}
+	return s.d.Tasks.FindTasksByIDs(ctx, a.WorkspaceID, ids)
+}
+
+// List pages through a project's tasks, oldest first. resource_not_found
+// for an absent or foreign project.
+func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f TaskListFilter, req domain.PageRequest) (domain.Page[domain.Task], error) {
+	var none domain.Page[domain.Task]
+	if err := a.Require(domain.PermRead); err != nil {
+		return none, err
+	}
+	if !domain.HasPrefix(projectID, domain.PrefixProject) {
+		return none, domain.NotFound("project", projectID)
+	}
+	scope := taskListScope(a.WorkspaceID, projectID, f)
+	after, n, err := pageQuery(req, scope)
+	if err != nil {
+		return none, err
+	}
+	tasks, err := s.d.Tasks.FindTasks(ctx, ports.TaskFilter{
+		WorkspaceID: a.WorkspaceID, ProjectID: projectID, Status: f.Status, AssigneeID: f.AssigneeID,
+		After: after, Limit: n,
+	})
+	if err != nil {
+		return none, err
+	}
+	// Tasks are scoped by workspace and project, so any row proves the project
+	// is visible; only an empty page needs to ask whether it exists. A list
+	// request therefore costs one statement in the common case.
+	if len(tasks) == 0 {
+		if _, err := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, projectID); err != nil {
+			return none, err
+		}
+	}
+	return domain.NewPage(tasks, req.Limit, scope, func(t domain.Task) domain.Position {
+		return domain.Position{CreatedAt: t.CreatedAt, ID: t.ID}
+	}), nil
+}
+
+// taskListScope names a filtered task list, so that a cursor issued for one
+// filter is refused by another.
+func taskListScope(workspaceID, projectID string, f TaskListFilter) string {
+	status, assignee := "*", "*"
+	if f.Status != nil {
+		status = string(*f.Status)
+	}
+	if f.AssigneeID != nil {
+		assignee = *f.AssigneeID
+	}
+	return fmt.Sprintf("tasks:%s:%s:status=%s:assignee=%s", workspaceID, projectID, status, assignee)
+}
+
+// Update applies a merge patch to a task under the status rules of the
+// domain. A patch that changes nothing returns the task as it is, writes
+// nothing and emits no event.
+func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch domain.TaskPatch) (domain.Task, error) {
+	if err := a.Require(domain.PermWrite); err != nil {
+		return domain.Task{}, err
+	}
+	if !domain.HasPrefix(id, domain.PrefixTask) {
+		return domain.Task{}, domain.NotFound("task", id)
+	}
+	var out domain.Task
+	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		t, err := s.d.Tasks.FindTaskByIDForUpdate(ctx, a.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		// A bad field is reported before any status rule.
+		if patch.AssigneeID.Present && !patch.AssigneeID.Null {
+			if err := s.checkAssignee(ctx, a, &patch.AssigneeID.Value); err != nil {
+				return err
+			}
+		}
+		next, changes, err := t.Apply(patch, s.d.Clock.Now())
+		if err != nil {
+			return err
+		}
+		out = next
+		if len(changes) == 0 {
+			return nil
+		}
+		if err := s.d.Tasks.UpdateTask(ctx, next); err != nil {
+			return err
+		}
+		return s.d.record(ctx, a.WorkspaceID, domain.EventTaskUpdated, next, changes)
+	})
+	return out, err
+}
+
+// Delete removes a task and decrements its project's task_count.
+func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
+	if err := a.Require(domain.PermWrite); err != nil {
+		return err
+	}
+	if !domain.HasPrefix(id, domain.PrefixTask) {
+		return domain.NotFound("task", id)
+	}
+	return s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		t, err := s.d.Tasks.FindTaskByIDForUpdate(ctx, a.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		if err := s.d.Tasks.DeleteTask(ctx, a.WorkspaceID, id); err != nil {
+			return err
+		}
+		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, t.ProjectID, -1); err != nil {
+			return err
+		}
+		return s.d.record(ctx, a.WorkspaceID, domain.EventTaskDeleted, t, nil)
+	})
+}

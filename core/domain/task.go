@@ -1,0 +1,179 @@
+package domain
+
+import (
+	"time"
+)
+
+// Status is a task's status (spec section 3).
+type Status string
+
+// The task statuses.
+const (
+	StatusOpen       Status = "open"
+	StatusInProgress Status = "in_progress"
+	StatusDone       Status = "done"
+	StatusArchived   Status = "archived"
+)
+
+// Statuses lists every status, in workflow order.
+var Statuses = []Status{StatusOpen, StatusInProgress, StatusDone, StatusArchived}
+
+// ParseStatus validates a status name; param names the field at fault.
+func ParseStatus(param, s string) (Status, error) {
+	for _, st := range Statuses {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", Invalid(param, "%s must be one of open, in_progress, done, archived", param)
+}
+
+// transitions is the status state machine of contract section 6: the one
+// table both APIs obey. transitions[from][to] is true when allowed.
+var transitions = map[Status]map[Status]bool{
+	StatusOpen:       {StatusInProgress: true, StatusDone: true, StatusArchived: true},
+	StatusInProgress: {StatusOpen: true, StatusDone: true, StatusArchived: true},
+	StatusDone:       {StatusOpen: true, StatusInProgress: true, StatusArchived: true},
+	StatusArchived:   {StatusOpen: true},
+}
+
+// CanTransition reports whether a task may move from one status to another.
+func CanTransition(from, to Status) bool { return transitions[from][to] }
+
+// creatable are the statuses a task may be created with.
+var creatable = map[Status]bool{StatusOpen: true, StatusInProgress: true, StatusDone: true}
+
+// Task is a unit of work in a project.
+type Task struct {
+	ID          string
+	WorkspaceID string
+	ProjectID   string
+	Title       string
+	Status      Status
+	AssigneeID  *string
+	DueAt       *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// TaskInput is what creating a task takes. An empty Status means open.
+type TaskInput struct {
+	Title      string
+	Status     Status
+	AssigneeID *string
+	DueAt      *time.Time
+}
+
+// NewTask validates a task about to be created. That the assignee belongs to
+// the workspace is checked by the caller, which can see the users.
+func NewTask(id, workspaceID, projectID string, in TaskInput, now time.Time) (Task, error) {
+	title, err := cleanName("title", in.Title, 500)
+	if err != nil {
+		return Task{}, err
+	}
+	status := in.Status
+	if status == "" {
+		status = StatusOpen
+	}
+	if _, err := ParseStatus("status", string(status)); err != nil {
+		return Task{}, err
+	}
+	if !creatable[status] {
+		return Task{}, Invalid("status", "a task is created open, in_progress or done; archive it afterwards")
+	}
+	if in.AssigneeID != nil && !HasPrefix(*in.AssigneeID, PrefixUser) {
+		return Task{}, Invalid("assignee_id", "assignee_id must be the id of a user of this workspace")
+	}
+	now = Timestamp(now)
+	return Task{
+		ID: id, WorkspaceID: workspaceID, ProjectID: projectID, Title: title, Status: status,
+		AssigneeID: in.AssigneeID, DueAt: TimestampPtr(in.DueAt), CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// TaskPatch is a merge patch of a task.
+type TaskPatch struct {
+	Title      Field[string]
+	Status     Field[Status]
+	AssigneeID Field[string]
+	DueAt      Field[time.Time]
+}
+
+// Apply returns the task with patch applied and what changed. Field values
+// are validated first (validation_failed); then the status rules
+// (invalid_status_transition): the move must be in the transition table, and
+// an archived task accepts no change unless the same patch reopens it. A
+// patch that changes nothing is a no-op, whatever the status.
+func (t Task) Apply(patch TaskPatch, now time.Time) (Task, Changes, error) {
+	next := t
+	var changes Changes
+	if patch.Title.Present {
+		v, err := required("title", patch.Title)
+		if err != nil {
+			return t, nil, err
+		}
+		if v, err = cleanName("title", v, 500); err != nil {
+			return t, nil, err
+		}
+		if v != t.Title {
+			changes = append(changes, Change{Field: "title", Old: t.Title})
+			next.Title = v
+		}
+	}
+	if patch.Status.Present {
+		v, err := required("status", patch.Status)
+		if err != nil {
+			return t, nil, err
+		}
+		if _, err := ParseStatus("status", string(v)); err != nil {
+			return t, nil, err
+		}
+		if v != t.Status {
+			changes = append(changes, Change{Field: "status", Old: t.Status})
+			next.Status = v
+		}
+	}
+	if patch.AssigneeID.Present {
+		var v *string
+		if !patch.AssigneeID.Null {
+			if !HasPrefix(patch.AssigneeID.Value, PrefixUser) {
+				return t, nil, Invalid("assignee_id", "assignee_id must be the id of a user of this workspace")
+			}
+			s := patch.AssigneeID.Value
+			v = &s
+		}
+		if !equalPtr(v, t.AssigneeID) {
+			changes = append(changes, Change{Field: "assignee_id", Old: t.AssigneeID})
+			next.AssigneeID = v
+		}
+	}
+	if patch.DueAt.Present {
+		var v *time.Time
+		if !patch.DueAt.Null {
+			v = TimestampPtr(&patch.DueAt.Value)
+		}
+		if !equalTime(v, t.DueAt) {
+			changes = append(changes, Change{Field: "due_at", Old: t.DueAt})
+			next.DueAt = v
+		}
+	}
+	if len(changes) == 0 {
+		return t, nil, nil
+	}
+	if next.Status != t.Status && !CanTransition(t.Status, next.Status) {
+		return t, nil, Errorf(CodeInvalidStatusTransition, "A task cannot move from %s to %s.", t.Status, next.Status)
+	}
+	if t.Status == StatusArchived && next.Status != StatusOpen {
+		return t, nil, Errorf(CodeInvalidStatusTransition, "An archived task cannot be changed; reopen it with \"status\":\"open\" (other fields may change in the same request).")
+	}
+	next.UpdatedAt = Timestamp(now)
+	return next, changes, nil
+}
+
+func equalPtr(a, b *string) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func equalTime(a, b *time.Time) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(*b))
+}
