@@ -1,0 +1,155 @@
+package rest_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/adapters/rest/resttest"
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+)
+
+func TestRoutingErrors(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := resttest.New(t, db)
+		e.Get("/v1/nothing-here", e.Admin.Key).ExpectError(t, 404, "route_not_found", "")
+		e.Get("/v1/projects/", e.Admin.Key).ExpectError(t, 404, "route_not_found", "")
+		e.Get("/nothing", "").ExpectError(t, 404, "route_not_found", "")
+		// Under the API, anonymous callers are asked for a key first.
+		e.Get("/v1/nothing-here", "").ExpectError(t, 401, "missing_api_key", "")
+
+		res := e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/projects", Key: e.Admin.Key})
+		res.ExpectError(t, 405, "method_not_allowed", "")
+		if allow := res.Header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
+			t.Fatalf("Allow: %q", allow)
+		}
+		res = e.Do(resttest.Request{Method: http.MethodPut, Path: "/v1/users/me", Key: e.Admin.Key})
+		res.ExpectError(t, 405, "method_not_allowed", "")
+		if res.Header.Get("Allow") != "GET" {
+			t.Fatalf("Allow: %q", res.Header.Get("Allow"))
+		}
+	})
+}
+
+func TestHealth(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := resttest.New(t, db)
+		for _, p := range []string{"/healthz", "/readyz"} {
+			res := e.Get(p, "")
+			res.ExpectStatus(t, 200)
+			if !strings.HasPrefix(res.Header.Get("X-Request-Id"), "req_") {
+				t.Fatalf("%s has no request id", p)
+			}
+		}
+	})
+	t.Run("readyz is 503 while the database does not answer", func(t *testing.T) {
+		db := storetest.SQLite(t)
+		e := resttest.New(t, db)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e.Get("/readyz", "").ExpectStatus(t, http.StatusServiceUnavailable)
+		e.Get("/healthz", "").ExpectStatus(t, http.StatusOK)
+		// A request that needs the database fails without leaking internals.
+		res := e.Get("/v1/projects", e.Admin.Key)
+		if res.Status != 500 && res.Status != 503 {
+			t.Fatalf("want 500 or 503, got %d %s", res.Status, res.Body)
+		}
+		code := res.ErrorField("code")
+		if code != "internal_error" && code != "service_unavailable" {
+			t.Fatalf("code %s", code)
+		}
+		if msg := strings.ToLower(res.ErrorField("message")); strings.Contains(msg, "sql") || strings.Contains(msg, "database is closed") {
+			t.Fatalf("internals leaked: %s", res.Body)
+		}
+		if !strings.Contains(e.Logs.String(), res.ErrorField("request_id")) {
+			t.Fatal("the failure is not in the log under its request id")
+		}
+	})
+}
+
+func TestRequestIDsAreUnique(t *testing.T) {
+	e := resttest.New(t, storetest.SQLite(t))
+	seen := map[string]bool{}
+	for i := 0; i < 50; i++ {
+		id := e.Get("/v1/users/me", e.Admin.Key).Header.Get("X-Request-Id")
+		if !strings.HasPrefix(id, "req_") || seen[id] {
+			t.Fatalf("request id %q repeated or malformed", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := resttest.New(t, db, func(o *rest.Options) { o.RateLimit = 3; o.RateWindow = 10 * time.Second })
+		start := e.Clock.Now()
+		for i := 1; i <= 3; i++ {
+			res := e.Get("/v1/users/me", e.Member.Key)
+			res.ExpectStatus(t, 200)
+			if res.Header.Get("X-RateLimit-Limit") != "3" || res.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(3-i) {
+				t.Fatalf("request %d headers: %v", i, res.Header)
+			}
+			if res.Header.Get("X-RateLimit-Reset") != strconv.FormatInt(start.Add(10*time.Second).Unix(), 10) {
+				t.Fatalf("reset %s", res.Header.Get("X-RateLimit-Reset"))
+			}
+			if res.Header.Get("RateLimit-Policy") != `"default";q=3;w=10` || res.Header.Get("RateLimit") != `"default";r=`+strconv.Itoa(3-i)+`;t=10` {
+				t.Fatalf("draft headers: %q %q", res.Header.Get("RateLimit-Policy"), res.Header.Get("RateLimit"))
+			}
+		}
+		e.Clock.Advance(4 * time.Second)
+		// Every authenticated response is counted and carries the headers,
+		// errors included.
+		limited := e.Get("/v1/projects/prj_nope", e.Member.Key)
+		limited.ExpectError(t, 429, "too_many_requests", "")
+		if limited.Header.Get("Retry-After") != "6" || limited.Header.Get("X-RateLimit-Remaining") != "0" {
+			t.Fatalf("429 headers: %v", limited.Header)
+		}
+		// Other keys have their own window.
+		e.Get("/v1/users/me", e.Admin.Key).ExpectStatus(t, 200)
+		e.Clock.Advance(6 * time.Second)
+		res := e.Get("/v1/users/me", e.Member.Key)
+		res.ExpectStatus(t, 200)
+		if res.Header.Get("X-RateLimit-Remaining") != "2" {
+			t.Fatalf("new window: %v", res.Header)
+		}
+		e.Get("/v1/nope", e.Admin.Key).ExpectError(t, 404, "route_not_found", "")
+		if e.Get("/v1/nope", e.Admin.Key).Header.Get("X-RateLimit-Limit") != "3" {
+			t.Fatal("an authenticated 404 must carry rate-limit headers")
+		}
+	})
+}
+
+func TestFailedAuthenticationLimit(t *testing.T) {
+	e := resttest.New(t, storetest.SQLite(t))
+	attacker, bystander := "203.0.113.7:5555", "198.51.100.2:4444"
+	get := func(addr, key string) *resttest.Response {
+		return e.Do(resttest.Request{Method: http.MethodGet, Path: "/v1/users/me", Key: key, RemoteAddr: addr})
+	}
+	for i := 0; i < 20; i++ {
+		bad := "wtk_" + strings.Repeat("x", 40)
+		if i%2 == 0 {
+			bad = ""
+		}
+		res := get(attacker, bad)
+		if res.Status != 401 {
+			t.Fatalf("failure %d: %d", i+1, res.Status)
+		}
+		e.Clock.Advance(time.Second)
+	}
+	// The window opened at the first failure, 20s ago: 40s remain.
+	blocked := get(attacker, e.Admin.Key)
+	blocked.ExpectError(t, 429, "too_many_requests", "")
+	if blocked.Header.Get("Retry-After") != "40" {
+		t.Fatalf("Retry-After %q", blocked.Header.Get("Retry-After"))
+	}
+	e.Do(resttest.Request{Method: http.MethodGet, Path: "/healthz", RemoteAddr: attacker}).ExpectStatus(t, 200)
+	e.Do(resttest.Request{Method: http.MethodGet, Path: "/readyz", RemoteAddr: attacker}).ExpectStatus(t, 200)
+	get(bystander, e.Admin.Key).ExpectStatus(t, 200)
+	e.Clock.Advance(40 * time.Second)
+	get(attacker, e.Admin.Key).ExpectStatus(t, 200)
+}

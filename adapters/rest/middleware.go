@@ -1,0 +1,183 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+const (
+	requestIDKey = "worktrack.requestID"
+	loggerKey    = "worktrack.logger"
+	actorKey     = "worktrack.actor"
+
+	// MaxBodyBytes is the largest request body accepted (contract section 4).
+	MaxBodyBytes = 1 << 20
+)
+
+// RequestID returns the id of the request, "req_…".
+func RequestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+
+// Actor returns the authenticated caller; only valid behind Authenticated.
+func Actor(c *gin.Context) domain.Actor {
+	a, _ := c.Get(actorKey)
+	actor, _ := a.(domain.Actor)
+	return actor
+}
+
+func (s *Server) requestID(c *gin.Context) {
+	id := domain.NewID(domain.PrefixRequest)
+	c.Set(requestIDKey, id)
+	c.Set(loggerKey, s.opts.Logger)
+	c.Header("X-Request-Id", id)
+	c.Next()
+}
+
+// accessLog writes one JSON line per request.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	attrs := []any{
+		"request_id", RequestID(c),
+		"method", c.Request.Method,
+		"path", c.Request.URL.Path,
+		"status", c.Writer.Status(),
+		"latency_ms", float64(time.Since(start).Microseconds()) / 1000,
+		"bytes", c.Writer.Size(),
+		"client_ip", c.ClientIP(),
+	}
+	if a := Actor(c); a.UserID != "" {
+		attrs = append(attrs, "user_id", a.UserID, "key_id", a.KeyID)
+	}
+	s.opts.Logger.Info("request", attrs...)
+}
+
+// recover turns a panic into a 500 with the stack only in the log.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler { //nolint:errorlint // net/http documents this sentinel for re-panicking; it is never wrapped
+				panic(r)
+			}
+			logger(c).Error("panic", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			abort(c, domain.Errorf(domain.CodeInternal, "An unexpected error occurred. Quote the request id when contacting support."))
+		}
+	}()
+	c.Next()
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" header. The
+// scheme is case-insensitive; anything else counts as no key.
+func bearer(h string) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// authenticate refuses addresses that failed authentication too often, then
+// resolves the key. Every 401 counts as a failure of the client's address.
+func (s *Server) authenticate(c *gin.Context) {
+	addr := "authfail:" + c.ClientIP()
+	now := s.opts.Clock.Now()
+	d, err := s.opts.Limiter.Peek(c, addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
+	if err != nil {
+		// A limiter outage must not take the API down with it: fail open.
+		logger(c).Warn("auth failure limiter unavailable", "error", err.Error())
+	} else if !d.Allowed {
+		setRetryAfter(c, d.Reset, now)
+		abort(c, domain.Errorf(domain.CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header."))
+		return
+	}
+	actor, err := s.app.Auth.Authenticate(c, bearer(c.GetHeader("Authorization")))
+	if err != nil {
+		if code := domain.ErrorCode(err); code == domain.CodeMissingAPIKey || code == domain.CodeInvalidAPIKey {
+			if _, lerr := s.opts.Limiter.Take(c, addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
+				logger(c).Warn("auth failure limiter unavailable", "error", lerr.Error())
+			}
+		}
+		abort(c, err)
+		return
+	}
+	c.Set(actorKey, actor)
+	c.Next()
+}
+
+// rateLimit counts the request against its key's window and reports the
+// window in both the X-RateLimit-* and the IETF draft headers.
+func (s *Server) rateLimit(c *gin.Context) {
+	actor := Actor(c)
+	now := s.opts.Clock.Now()
+	d, err := s.opts.Limiter.Take(c, "key:"+actor.KeyID, s.opts.RateLimit, s.opts.RateWindow, now)
+	if err != nil {
+		logger(c).Warn("rate limiter unavailable", "error", err.Error())
+		c.Next()
+		return
+	}
+	reset := int64(math.Ceil(float64(d.Reset.UnixMilli()) / 1000))
+	toReset := secondsUntil(d.Reset, now)
+	h := c.Writer.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, d.Limit, int(s.opts.RateWindow.Seconds())))
+	h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, d.Remaining, toReset))
+	if !d.Allowed {
+		setRetryAfter(c, d.Reset, now)
+		abort(c, domain.Errorf(domain.CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header."))
+		return
+	}
+	c.Next()
+}
+
+// secondsUntil is the whole seconds from now until t, rounded up, at least 1.
+func secondsUntil(t, now time.Time) int {
+	s := int(math.Ceil(t.Sub(now).Seconds()))
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+func setRetryAfter(c *gin.Context, reset, now time.Time) {
+	c.Header("Retry-After", strconv.Itoa(secondsUntil(reset, now)))
+}
+
+// body enforces the size limit and the JSON media type on requests that carry
+// a body.
+func (s *Server) body(c *gin.Context) {
+	r := c.Request
+	if r.ContentLength > MaxBodyBytes {
+		abort(c, domain.Errorf(domain.CodeRequestTooLarge, "The request body must be at most %d bytes.", MaxBodyBytes))
+		return
+	}
+	hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+	if hasBody {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			abort(c, domain.Errorf(domain.CodeUnsupportedMediaType, "Request bodies must be sent with Content-Type: application/json."))
+			return
+		}
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes)
+	}
+	c.Next()
+}
+
+// tooLarge reports whether err came from reading past MaxBodyBytes.
+func tooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}

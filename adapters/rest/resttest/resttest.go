@@ -1,0 +1,257 @@
+// Package resttest builds a real server over a real database for end-to-end
+// tests: two workspaces, a user of each role with an API key, and a clock the
+// test controls.
+package resttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/adapters/ratelimit"
+	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// Clock is a controllable clock, safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock starts at t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Member is a user with its API key secret.
+type Member struct {
+	User domain.User
+	Key  string
+}
+
+// Env is a server over a database with fixtures.
+type Env struct {
+	T         testing.TB
+	DB        *store.DB
+	App       *app.App
+	Engine    *gin.Engine
+	REST      *rest.Server
+	Clock     *Clock
+	Workspace domain.Workspace
+	Admin     Member
+	Member    Member
+	Guest     Member
+	// Other is an admin of a second workspace, for tenancy tests.
+	Other          Member
+	OtherWorkspace domain.Workspace
+	Logs           *bytes.Buffer
+}
+
+// Option adjusts the server before it is built.
+type Option func(*rest.Options)
+
+// New builds the environment on db.
+func New(t testing.TB, db *store.DB, opts ...Option) *Env {
+	t.Helper()
+	clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	a := app.New(app.Deps{
+		Tx: db, Clock: clock,
+		Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(),
+	}, app.AuthOptions{})
+	logs := &bytes.Buffer{}
+	o := rest.Options{
+		Logger:  slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, nil)),
+		Clock:   clock,
+		Limiter: ratelimit.NewMemory(),
+		Ready:   db.Ping,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	engine, srv := rest.New(a, o)
+	e := &Env{T: t, DB: db, App: a, Engine: engine, REST: srv, Clock: clock, Logs: logs}
+	ctx := context.Background()
+	e.Workspace = e.workspace(ctx, "Acme")
+	e.Admin = e.NewMember(e.Workspace.ID, "ada@acme.test", domain.RoleAdmin)
+	e.Member = e.NewMember(e.Workspace.ID, "mel@acme.test", domain.RoleMember)
+	e.Guest = e.NewMember(e.Workspace.ID, "gus@acme.test", domain.RoleGuest)
+	e.OtherWorkspace = e.workspace(ctx, "Globex")
+	e.Other = e.NewMember(e.OtherWorkspace.ID, "otto@globex.test", domain.RoleAdmin)
+	return e
+}
+
+func (e *Env) workspace(ctx context.Context, name string) domain.Workspace {
+	e.T.Helper()
+	w, err := e.App.Admin.CreateWorkspace(ctx, name)
+	if err != nil {
+		e.T.Fatalf("create workspace: %v", err)
+	}
+	return w
+}
+
+// NewMember adds a user with a key to a workspace. The clock advances a
+// microsecond so that creation times are distinct and ordered.
+func (e *Env) NewMember(workspaceID, email string, role domain.Role) Member {
+	e.T.Helper()
+	ctx := context.Background()
+	e.Clock.Advance(time.Microsecond)
+	u, err := e.App.Admin.CreateUser(ctx, workspaceID, email, strings.Split(email, "@")[0], role)
+	if err != nil {
+		e.T.Fatalf("create user: %v", err)
+	}
+	_, secret, err := e.App.Admin.CreateKey(ctx, u.ID, "test", 0)
+	if err != nil {
+		e.T.Fatalf("create key: %v", err)
+	}
+	return Member{User: u, Key: secret}
+}
+
+// Response is a recorded response with its body decoded when it is JSON.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	JSON   map[string]any
+}
+
+// Request describes one call.
+type Request struct {
+	Method      string
+	Path        string
+	Key         string // bearer secret; empty sends no Authorization header
+	Body        any    // string and []byte are sent as they are; else JSON-encoded
+	ContentType string // default application/json when a body is sent
+	Header      map[string]string
+	RemoteAddr  string
+}
+
+// Do sends r through the real router.
+func (e *Env) Do(r Request) *Response {
+	e.T.Helper()
+	var body io.Reader
+	if r.Body != nil {
+		switch b := r.Body.(type) {
+		case string:
+			body = strings.NewReader(b)
+		case []byte:
+			body = bytes.NewReader(b)
+		default:
+			raw, err := json.Marshal(b)
+			if err != nil {
+				e.T.Fatalf("encode body: %v", err)
+			}
+			body = bytes.NewReader(raw)
+		}
+	}
+	req := httptest.NewRequest(r.Method, r.Path, body)
+	if r.Body != nil {
+		ct := r.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if r.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Key)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	if r.RemoteAddr != "" {
+		req.RemoteAddr = r.RemoteAddr
+	}
+	rec := httptest.NewRecorder()
+	e.Engine.ServeHTTP(rec, req)
+	res := &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	if len(res.Body) > 0 && strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		_ = json.Unmarshal(res.Body, &res.JSON)
+	}
+	return res
+}
+
+// Get is Do for a GET.
+func (e *Env) Get(path, key string) *Response {
+	e.T.Helper()
+	return e.Do(Request{Method: http.MethodGet, Path: path, Key: key})
+}
+
+// Send is Do for a method with a JSON body.
+func (e *Env) Send(method, path, key string, body any) *Response {
+	e.T.Helper()
+	return e.Do(Request{Method: method, Path: path, Key: key, Body: body})
+}
+
+// Str returns a string field of the JSON body ("" when absent or not a string).
+func (r *Response) Str(field string) string {
+	s, _ := r.JSON[field].(string)
+	return s
+}
+
+// ErrorField returns error.<field> of an error body.
+func (r *Response) ErrorField(field string) string {
+	m, _ := r.JSON["error"].(map[string]any)
+	s, _ := m[field].(string)
+	return s
+}
+
+// ExpectError fails unless r is an error with the status, code and (when not
+// empty) param given, whose request_id matches X-Request-Id.
+func (r *Response) ExpectError(t testing.TB, status int, code, param string) {
+	t.Helper()
+	if r.Status != status || r.ErrorField("code") != code || r.ErrorField("param") != param {
+		t.Fatalf("want %d %s param=%q, got %d %s", status, code, param, r.Status, r.Body)
+	}
+	if wantType := domain.Code(code).Type(); r.ErrorField("type") != wantType {
+		t.Fatalf("want error.type %s, got %s", wantType, r.Body)
+	}
+	if id := r.ErrorField("request_id"); id == "" || id != r.Header.Get("X-Request-Id") || !strings.HasPrefix(id, "req_") {
+		t.Fatalf("error.request_id %q must equal X-Request-Id %q", id, r.Header.Get("X-Request-Id"))
+	}
+	if r.ErrorField("message") == "" {
+		t.Fatalf("error.message is empty: %s", r.Body)
+	}
+}
+
+// ExpectStatus fails unless r has the status.
+func (r *Response) ExpectStatus(t testing.TB, status int) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("want status %d, got %d: %s", status, r.Status, r.Body)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

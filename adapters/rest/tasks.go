@@ -1,0 +1,136 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/adapters/wire"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+var taskFields = []string{"title", "status", "assignee_id", "due_at"}
+
+func (s *Server) createTask(c *gin.Context) {
+	obj, err := readObject(c, taskFields...)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	var in domain.TaskInput
+	if in.Title, err = obj.requiredStr("title"); err != nil {
+		abort(c, err)
+		return
+	}
+	patch, err := taskPatch(obj)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	if patch.Status.Null {
+		abort(c, domain.Invalid("status", "status must not be null"))
+		return
+	}
+	in.Status = patch.Status.Value
+	if patch.AssigneeID.Present && !patch.AssigneeID.Null {
+		in.AssigneeID = &patch.AssigneeID.Value
+	}
+	if patch.DueAt.Present && !patch.DueAt.Null {
+		in.DueAt = &patch.DueAt.Value
+	}
+	t, err := s.app.Tasks.Create(c, Actor(c), c.Param("projectId"), in)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, wire.FromTask(t))
+}
+
+// taskPatch reads the task fields of a body as a merge patch.
+func taskPatch(obj object) (domain.TaskPatch, error) {
+	var p domain.TaskPatch
+	var err error
+	if p.Title, err = obj.str("title"); err != nil {
+		return p, err
+	}
+	status, err := obj.str("status")
+	if err != nil {
+		return p, err
+	}
+	p.Status = domain.Field[domain.Status]{Present: status.Present, Null: status.Null}
+	if status.Present && !status.Null {
+		if p.Status.Value, err = domain.ParseStatus("status", status.Value); err != nil {
+			return p, err
+		}
+	}
+	if p.AssigneeID, err = obj.str("assignee_id"); err != nil {
+		return p, err
+	}
+	if p.DueAt, err = obj.time("due_at"); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func (s *Server) listTasks(c *gin.Context) {
+	req, err := pageRequest(c)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	var f app.TaskListFilter
+	if v, ok := c.GetQuery("status"); ok {
+		st, err := domain.ParseStatus("status", v)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		f.Status = &st
+	}
+	if v, ok := c.GetQuery("assignee_id"); ok {
+		f.AssigneeID = &v
+	}
+	page, err := s.app.Tasks.List(c, Actor(c), c.Param("projectId"), f, req)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromTask))
+}
+
+func (s *Server) getTask(c *gin.Context) {
+	t, err := s.app.Tasks.Get(c, Actor(c), c.Param("taskId"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromTask(t))
+}
+
+func (s *Server) updateTask(c *gin.Context) {
+	obj, err := readObject(c, taskFields...)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	patch, err := taskPatch(obj)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	t, err := s.app.Tasks.Update(c, Actor(c), c.Param("taskId"), patch)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromTask(t))
+}
+
+func (s *Server) deleteTask(c *gin.Context) {
+	if err := s.app.Tasks.Delete(c, Actor(c), c.Param("taskId")); err != nil {
+		abort(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

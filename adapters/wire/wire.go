@@ -1,0 +1,121 @@
+// Package wire holds the public JSON representation of resources: the spec's
+// snake_case objects, shared by the REST API and webhook payloads so that the
+// same instant and the same resource are rendered identically everywhere.
+package wire
+
+import (
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// Time renders an instant in the one wire format.
+func Time(t time.Time) string { return domain.FormatTime(t) }
+
+// TimePtr renders an optional instant; nil stays null.
+func TimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := Time(*t)
+	return &s
+}
+
+// User is the spec's User object.
+type User struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	Email     string `json:"email"`
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	CreatedAt string `json:"created_at"`
+}
+
+// FromUser renders a user.
+func FromUser(u domain.User) User {
+	return User{ID: u.ID, Object: "user", Email: u.Email, Name: u.Name, Role: string(u.Role), CreatedAt: Time(u.CreatedAt)}
+}
+
+// Project is the spec's Project object; every field is always present.
+type Project struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	Name      string `json:"name"`
+	Key       string `json:"key"`
+	TaskCount int    `json:"task_count"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// FromProject renders a project.
+func FromProject(p domain.Project) Project {
+	return Project{
+		ID: p.ID, Object: "project", Name: p.Name, Key: p.Key, TaskCount: p.TaskCount,
+		CreatedAt: Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt),
+	}
+}
+
+// List is the spec's list envelope.
+type List[T any] struct {
+	Object     string     `json:"object"`
+	Data       []T        `json:"data"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// Pagination is the spec's pagination object; next_cursor is null on the
+// last page.
+type Pagination struct {
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// FromPage renders a page with render applied to each item.
+func FromPage[D, T any](p domain.Page[D], render func(D) T) List[T] {
+	out := List[T]{Object: "list", Data: make([]T, 0, len(p.Items))}
+	for _, it := range p.Items {
+		out.Data = append(out.Data, render(it))
+	}
+	out.Pagination.HasMore = p.HasMore
+	if p.HasMore {
+		c := p.NextCursor
+		out.Pagination.NextCursor = &c
+	}
+	return out
+}
+
+// ErrorBody is the spec's error object.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of an error body. Param is present only for
+// validation errors.
+type ErrorDetail struct {
+	Type      string `json:"type"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Param     string `json:"param,omitempty"`
+	RequestID string `json:"request_id"`
+}
+
+// Task is the spec's Task object; assignee_id and due_at are null when unset.
+type Task struct {
+	ID         string  `json:"id"`
+	Object     string  `json:"object"`
+	ProjectID  string  `json:"project_id"`
+	Title      string  `json:"title"`
+	Status     string  `json:"status"`
+	AssigneeID *string `json:"assignee_id"`
+	DueAt      *string `json:"due_at"`
+	CreatedAt  string  `json:"created_at"`
+	UpdatedAt  string  `json:"updated_at"`
+}
+
+// FromTask renders a task.
+func FromTask(t domain.Task) Task {
+	return Task{
+		ID: t.ID, Object: "task", ProjectID: t.ProjectID, Title: t.Title, Status: string(t.Status),
+		AssigneeID: t.AssigneeID, DueAt: TimePtr(t.DueAt),
+		CreatedAt: Time(t.CreatedAt), UpdatedAt: Time(t.UpdatedAt),
+	}
+}
