@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/worktrack/worktrack/adapters/wire"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// withApp runs fn against a migrated database and the core services.
+func withApp(ctx context.Context, fn func(a *app.App) error) error {
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	db, _, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return fn(newApp(db))
+}
+
+type workspaceJSON struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	Name      string `json:"name"`
+	CreatedAt string `json:"created_at"`
+}
+
+// apiKeyJSON is an API key as the CLI prints it; Secret only at creation.
+type apiKeyJSON struct {
+	ID         string  `json:"id"`
+	Object     string  `json:"object"`
+	Name       string  `json:"name"`
+	UserID     string  `json:"user_id"`
+	Secret     string  `json:"secret,omitempty"`
+	CreatedAt  string  `json:"created_at"`
+	ExpiresAt  *string `json:"expires_at"`
+	RevokedAt  *string `json:"revoked_at"`
+	LastUsedAt *string `json:"last_used_at"`
+}
+
+func fromKey(k domain.APIKey, secret string) apiKeyJSON {
+	return apiKeyJSON{
+		ID: k.ID, Object: "api_key", Name: k.Name, UserID: k.UserID, Secret: secret,
+		CreatedAt: wire.Time(k.CreatedAt), ExpiresAt: wire.TimePtr(k.ExpiresAt),
+		RevokedAt: wire.TimePtr(k.RevokedAt), LastUsedAt: wire.TimePtr(k.LastUsedAt),
+	}
+}
+
+func workspaceCmd(stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "workspace", Short: "Manage workspaces"}
+	var name string
+	create := &cobra.Command{
+		Use:   "create --name NAME",
+		Short: "Create a workspace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withApp(cmd.Context(), func(a *app.App) error {
+				w, err := a.Admin.CreateWorkspace(cmd.Context(), name)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, workspaceJSON{ID: w.ID, Object: "workspace", Name: w.Name, CreatedAt: wire.Time(w.CreatedAt)})
+			})
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "workspace name (required)")
+	_ = create.MarkFlagRequired("name")
+	cmd.AddCommand(create)
+	return cmd
+}
+
+func userCmd(stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "user", Short: "Manage users"}
+	var ws, email, name, role string
+	create := &cobra.Command{
+		Use:   "create --workspace WSP --email E --name N --role admin|member|guest",
+		Short: "Add a user to a workspace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := domain.ParseRole("role", role)
+			if err != nil {
+				return err
+			}
+			return withApp(cmd.Context(), func(a *app.App) error {
+				u, err := a.Admin.CreateUser(cmd.Context(), ws, email, name, r)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, wire.FromUser(u))
+			})
+		},
+	}
+	create.Flags().StringVar(&ws, "workspace", "", "workspace id, wsp_… (required)")
+	create.Flags().StringVar(&email, "email", "", "email (required)")
+	create.Flags().StringVar(&name, "name", "", "display name (required)")
+	create.Flags().StringVar(&role, "role", "", "admin, member or guest (required)")
+	for _, f := range []string{"workspace", "email", "name", "role"} {
+		_ = create.MarkFlagRequired(f)
+	}
+	cmd.AddCommand(create)
+	return cmd
+}
+
+func keyCmd(stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "key", Short: "Manage API keys"}
+
+	var user, name string
+	var expiresIn time.Duration
+	create := &cobra.Command{
+		Use:   "create --user USR [--name LABEL] [--expires-in 720h]",
+		Short: "Create an API key; its secret is printed once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withApp(cmd.Context(), func(a *app.App) error {
+				k, secret, err := a.Admin.CreateKey(cmd.Context(), user, name, expiresIn)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, fromKey(k, secret))
+			})
+		},
+	}
+	create.Flags().StringVar(&user, "user", "", "user id, usr_… (required)")
+	create.Flags().StringVar(&name, "name", "", "a label for the key")
+	create.Flags().DurationVar(&expiresIn, "expires-in", 0, "lifetime, e.g. 720h (default: never expires)")
+	_ = create.MarkFlagRequired("user")
+
+	var listUser string
+	list := &cobra.Command{
+		Use:   "list --user USR",
+		Short: "List a user's keys (without secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withApp(cmd.Context(), func(a *app.App) error {
+				keys, err := a.Admin.ListKeys(cmd.Context(), listUser)
+				if err != nil {
+					return err
+				}
+				out := wire.List[apiKeyJSON]{Object: "list", Data: []apiKeyJSON{}}
+				for _, k := range keys {
+					out.Data = append(out.Data, fromKey(k, ""))
+				}
+				return printJSON(stdout, out)
+			})
+		},
+	}
+	list.Flags().StringVar(&listUser, "user", "", "user id, usr_… (required)")
+	_ = list.MarkFlagRequired("user")
+
+	revoke := &cobra.Command{
+		Use:   "revoke KEY_ID",
+		Short: "Revoke a key; every server stops accepting it within 10 seconds",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withApp(cmd.Context(), func(a *app.App) error {
+				k, err := a.Admin.RevokeKey(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, fromKey(k, ""))
+			})
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}

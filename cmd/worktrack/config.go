@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"net/mail"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration; it comes from the environment only
+// (contract section 1).
+type Config struct {
+	Addr                string
+	DatabaseURL         string
+	RedisURL            string
+	RateLimit           int
+	RateWindow          time.Duration
+	AuthFailureLimit    int
+	TLSCert, TLSKey     string
+	WebhookTimeout      time.Duration
+	WebhookBackoffBase  time.Duration
+	WebhookBackoffMax   time.Duration
+	WebhookRetryWindow  time.Duration
+	WebhookAllowPrivate bool
+	BootstrapEmail      string
+}
+
+// configError names the variable at fault in one line.
+type configError struct{ name, problem string }
+
+func (e *configError) Error() string { return e.name + ": " + e.problem }
+
+type env struct {
+	lookup func(string) (string, bool)
+	err    error
+}
+
+func (e *env) str(name, def string) string {
+	if v, ok := e.lookup(name); ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v)
+	}
+	return def
+}
+
+func (e *env) fail(name, format string, args ...any) {
+	if e.err == nil {
+		e.err = &configError{name: name, problem: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (e *env) duration(name string, def time.Duration) time.Duration {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		e.fail(name, "%q is not a positive duration (examples: 500ms, 10s, 2h)", v)
+		return def
+	}
+	return d
+}
+
+func (e *env) positiveInt(name string, def int) int {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		e.fail(name, "%q is not a positive integer", v)
+		return def
+	}
+	return n
+}
+
+func (e *env) boolean(name string, def bool) bool {
+	v := e.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.fail(name, "%q is not a boolean (true or false)", v)
+		return def
+	}
+	return b
+}
+
+// LoadConfig reads and validates the configuration. The first problem found
+// is returned as one line naming its variable; nothing starts half-configured.
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	e := &env{lookup: lookup}
+	c := Config{
+		Addr:                e.str("WORKTRACK_ADDR", "127.0.0.1:8080"),
+		DatabaseURL:         e.str("DATABASE_URL", "sqlite:worktrack.db"),
+		RedisURL:            e.str("REDIS_URL", ""),
+		RateLimit:           e.positiveInt("WORKTRACK_RATE_LIMIT", 600),
+		RateWindow:          e.duration("WORKTRACK_RATE_WINDOW", time.Minute),
+		AuthFailureLimit:    e.positiveInt("WORKTRACK_AUTH_FAILURE_LIMIT", 20),
+		TLSCert:             e.str("WORKTRACK_TLS_CERT", ""),
+		TLSKey:              e.str("WORKTRACK_TLS_KEY", ""),
+		WebhookTimeout:      e.duration("WORKTRACK_WEBHOOK_TIMEOUT", 5*time.Second),
+		WebhookBackoffBase:  e.duration("WORKTRACK_WEBHOOK_BACKOFF_BASE", 10*time.Second),
+		WebhookBackoffMax:   e.duration("WORKTRACK_WEBHOOK_BACKOFF_MAX", 2*time.Hour),
+		WebhookRetryWindow:  e.duration("WORKTRACK_WEBHOOK_RETRY_WINDOW", 24*time.Hour),
+		WebhookAllowPrivate: e.boolean("WORKTRACK_WEBHOOK_ALLOW_PRIVATE", false),
+		BootstrapEmail:      e.str("WORKTRACK_BOOTSTRAP_EMAIL", "admin@example.com"),
+	}
+	if e.err != nil {
+		return c, e.err
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		name := "WORKTRACK_TLS_KEY"
+		if c.TLSCert == "" {
+			name = "WORKTRACK_TLS_CERT"
+		}
+		return c, &configError{name, "must be set together with the other half of the TLS pair (WORKTRACK_TLS_CERT, WORKTRACK_TLS_KEY)"}
+	}
+	if c.WebhookBackoffBase > c.WebhookBackoffMax {
+		return c, &configError{"WORKTRACK_WEBHOOK_BACKOFF_BASE", "must not exceed WORKTRACK_WEBHOOK_BACKOFF_MAX"}
+	}
+	if a, err := mail.ParseAddress(c.BootstrapEmail); err != nil || a.Address != c.BootstrapEmail {
+		return c, &configError{"WORKTRACK_BOOTSTRAP_EMAIL", fmt.Sprintf("%q is not an email address", c.BootstrapEmail)}
+	}
+	if !strings.HasPrefix(c.DatabaseURL, "sqlite:") && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		return c, &configError{"DATABASE_URL", "must start with postgres://, postgresql:// or sqlite:"}
+	}
+	return c, nil
+}
+
+// loadConfigOrExit is LoadConfig on the process environment.
+func loadConfig() (Config, error) { return LoadConfig(os.LookupEnv) }

@@ -1,0 +1,112 @@
+// Command worktrack serves the Worktrack REST and GraphQL APIs and runs the
+// operator's sub-commands (migrations, workspaces, users, API keys).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "worktrack: "+oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+func oneLine(err error) string {
+	if e, ok := domain.AsError(err); ok {
+		msg := string(e.Code) + ": " + e.Message
+		if e.Param != "" {
+			msg += " (" + e.Param + ")"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "worktrack",
+		Short:         "Worktrack: projects, tasks, members and webhooks over REST and GraphQL",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(serveCmd(stderr), migrateCmd(stdout), workspaceCmd(stdout), userCmd(stdout), keyCmd(stdout))
+	return root
+}
+
+// openStore opens and migrates the configured database.
+func openStore(ctx context.Context, cfg Config) (*store.DB, []int64, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("DATABASE_URL: migrating: %w", err)
+	}
+	return db, applied, nil
+}
+
+// newApp wires the core services over a store.
+func newApp(db *store.DB) *app.App {
+	return app.New(app.Deps{
+		Tx:         db,
+		Workspaces: db.Workspaces(),
+		Users:      db.Users(),
+		Keys:       db.APIKeys(),
+		Projects:   db.Projects(),
+	}, app.AuthOptions{})
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func migrateCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply pending schema migrations, then exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			db, applied, err := openStore(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			return printJSON(stdout, map[string][]int64{"applied": applied})
+		},
+	}
+}

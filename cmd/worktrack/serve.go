@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/worktrack/worktrack/adapters/ratelimit"
+	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// shutdownGrace is how long in-flight requests get to finish after SIGTERM.
+const shutdownGrace = 30 * time.Second
+
+func serveCmd(stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Serve REST under /v1 and GraphQL at /graphql, and dispatch webhooks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, stderr, nil)
+		},
+	}
+}
+
+// serve runs the server until ctx is cancelled (SIGINT/SIGTERM), then lets
+// in-flight requests finish and returns nil. ready, when not nil, receives
+// the bound address once the server accepts connections.
+func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- string) error {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	var tlsCfg *tls.Config
+	if cfg.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("WORKTRACK_TLS_CERT/WORKTRACK_TLS_KEY: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+
+	db, applied, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if len(applied) > 0 {
+		log.Info("migrations applied", "versions", applied)
+	}
+
+	var limiter ports.RateLimiter = ratelimit.NewMemory()
+	if cfg.RedisURL != "" {
+		client, err := ratelimit.OpenRedis(cfg.RedisURL)
+		if err != nil {
+			return fmt.Errorf("REDIS_URL: %w", err)
+		}
+		defer client.Close()
+		limiter = ratelimit.NewRedis(client, "worktrack:rl:")
+	}
+
+	a := newApp(db)
+	created, _, secret, err := a.Admin.Bootstrap(ctx, cfg.BootstrapEmail)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("WORKTRACK_ADDR: %w", err)
+	}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	base := scheme + "://" + ln.Addr().String()
+	if created {
+		printBanner(stderr, cfg.BootstrapEmail, secret, base)
+	}
+
+	engine, _ := rest.New(a, rest.Options{
+		Logger:           log,
+		Limiter:          limiter,
+		RateLimit:        cfg.RateLimit,
+		RateWindow:       cfg.RateWindow,
+		AuthFailureLimit: cfg.AuthFailureLimit,
+		Ready:            db.Ping,
+	})
+	srv := &http.Server{
+		Handler:           engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
+	fmt.Fprintf(stderr, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  GraphQL: %s/graphql\n  Health:  %s/healthz\nStop with Ctrl-C.\n\n",
+		base, base, base, base, base)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// printBanner shows the bootstrap key once, on stderr, in a block that
+// stands out from the JSON log lines.
+func printBanner(w io.Writer, email, secret, base string) {
+	line := strings.Repeat("=", 78)
+	fmt.Fprintf(w, "\n%s\n  WORKTRACK FIRST START: an admin API key was created for %s.\n  It is shown ONCE and never again. Store it like a password:\n\n      %s\n\n  Try it:\n      export WORKTRACK_KEY=%s\n      curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me\n%s\n\n",
+		line, email, secret, secret, base, line)
+}
+
+// redactURL hides a password in a database URL before it is logged.
+func redactURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest := u[i+3:]
+		if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
+			cred := rest[:at]
+			if c := strings.Index(cred, ":"); c >= 0 {
+				return u[:i+3] + cred[:c] + ":***" + rest[at:]
+			}
+		}
+	}
+	return u
+}
