@@ -82,6 +82,7 @@ func newApp(db *store.DB) *app.App {
 		Users:      db.Users(),
 		Keys:       db.APIKeys(),
 		Projects:   db.Projects(),
+		Tasks:      db.Tasks(),
 	}, app.AuthOptions{})
 }
 

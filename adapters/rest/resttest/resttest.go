@@ -81,7 +81,7 @@ func New(t testing.TB, db *store.DB, opts ...Option) *Env {
 	clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	a := app.New(app.Deps{
 		Tx: db, Clock: clock,
-		Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(),
+		Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
 	}, app.AuthOptions{})
 	logs := &bytes.Buffer{}
 	o := rest.Options{

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+type taskRow struct {
+	ID          string         `gorm:"column:id;primaryKey"`
+	WorkspaceID string         `gorm:"column:workspace_id"`
+	ProjectID   string         `gorm:"column:project_id"`
+	Title       string         `gorm:"column:title"`
+	Status      string         `gorm:"column:status"`
+	AssigneeID  sql.NullString `gorm:"column:assignee_id"`
+	DueAt       NullTime       `gorm:"column:due_at"`
+	CreatedAt   Time           `gorm:"column:created_at"`
+	UpdatedAt   Time           `gorm:"column:updated_at"`
+}
+
+func (taskRow) TableName() string { return "tasks" }
+
+func taskToRow(t domain.Task) taskRow {
+	r := taskRow{
+		ID: t.ID, WorkspaceID: t.WorkspaceID, ProjectID: t.ProjectID, Title: t.Title, Status: string(t.Status),
+		DueAt: NullTimeOf(t.DueAt), CreatedAt: Time(t.CreatedAt), UpdatedAt: Time(t.UpdatedAt),
+	}
+	if t.AssigneeID != nil {
+		r.AssigneeID = sql.NullString{String: *t.AssigneeID, Valid: true}
+	}
+	return r
+}
+
+func taskFromRow(r taskRow) domain.Task {
+	t := domain.Task{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, ProjectID: r.ProjectID, Title: r.Title, Status: domain.Status(r.Status),
+		DueAt: r.DueAt.Ptr(), CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+	}
+	if r.AssigneeID.Valid {
+		a := r.AssigneeID.String
+		t.AssigneeID = &a
+	}
+	return t
+}
+
+// TaskStore persists tasks.
+type TaskStore struct{ db *DB }
+
+var _ ports.TaskStore = (*TaskStore)(nil)
+
+// Tasks is the task repository of db.
+func (db *DB) Tasks() *TaskStore { return &TaskStore{db: db} }
+
+// CreateTask inserts t.
+func (s *TaskStore) CreateTask(ctx context.Context, t domain.Task) error {
+	row := taskToRow(t)
+	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("store: create task: %w", err)
+	}
+	return nil
+}
+
+// FindTaskByID returns resource_not_found when absent or in another workspace.
+func (s *TaskStore) FindTaskByID(ctx context.Context, workspaceID, id string) (domain.Task, error) {
+	return s.find(ctx, workspaceID, id, false)
+}
+
+// FindTaskByIDForUpdate also locks the row until the transaction ends
+// (PostgreSQL; SQLite transactions already hold the write lock).
+func (s *TaskStore) FindTaskByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Task, error) {
+	return s.find(ctx, workspaceID, id, true)
+}
+
+func (s *TaskStore) find(ctx context.Context, workspaceID, id string, lock bool) (domain.Task, error) {
+	var row taskRow
+	q := s.db.conn(ctx)
+	if lock && s.db.dialect == DialectPostgres {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	if err := q.Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error; err != nil {
+		return domain.Task{}, notFoundOr(err, "task", id)
+	}
+	return taskFromRow(row), nil
+}
+
+// FindTasksByIDs returns the tasks of the workspace among ids, in no order.
+func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.Task, error) {
+	if len(ids) == 0 {
+		return []domain.Task{}, nil
+	}
+	var rows []taskRow
+	if err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: find tasks: %w", err)
+	}
+	return mapRows(rows, taskFromRow), nil
+}
+
+// FindTasks lists a project's tasks in (created_at, id) order after f.After.
+// Each filter combination has an index ending in (created_at, id), so the
+// page is a range scan whatever its depth.
+func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain.Task, error) {
+	q := s.db.conn(ctx).Where("project_id = ? AND workspace_id = ?", f.ProjectID, f.WorkspaceID)
+	if f.Status != nil {
+		q = q.Where("status = ?", string(*f.Status))
+	}
+	if f.AssigneeID != nil {
+		q = q.Where("assignee_id = ?", *f.AssigneeID)
+	}
+	var rows []taskRow
+	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list tasks: %w", err)
+	}
+	return mapRows(rows, taskFromRow), nil
+}
+
+// UpdateTask writes the mutable fields of t; resource_not_found when absent.
+func (s *TaskStore) UpdateTask(ctx context.Context, t domain.Task) error {
+	row := taskToRow(t)
+	res := s.db.conn(ctx).Model(&taskRow{}).
+		Where("workspace_id = ? AND id = ?", t.WorkspaceID, t.ID).
+		Updates(map[string]any{
+			"title": row.Title, "status": row.Status, "assignee_id": row.AssigneeID,
+			"due_at": row.DueAt, "updated_at": row.UpdatedAt,
+		})
+	if res.Error != nil {
+		return fmt.Errorf("store: update task: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("task", t.ID)
+	}
+	return nil
+}
+
+// DeleteTask deletes the task; resource_not_found when no row was deleted,
+// so that two concurrent deletions decrement task_count once.
+func (s *TaskStore) DeleteTask(ctx context.Context, workspaceID, id string) error {
+	res := s.db.conn(ctx).Where("workspace_id = ? AND id = ?", workspaceID, id).Delete(&taskRow{})
+	if res.Error != nil {
+		return fmt.Errorf("store: delete task: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("task", id)
+	}
+	return nil
+}
