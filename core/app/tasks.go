@@ -91,7 +91,7 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 	if !domain.HasPrefix(projectID, domain.PrefixProject) {
 		return none, domain.NotFound("project", projectID)
 	}
-	scope := taskListScope(a.WorkspaceID, projectID, f)
+	scope := TaskListScope(a.WorkspaceID, projectID, f)
 	after, n, err := pageQuery(req, scope)
 	if err != nil {
 		return none, err
@@ -116,9 +116,9 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 	}), nil
 }
 
-// taskListScope names a filtered task list, so that a cursor issued for one
+// TaskListScope names a filtered task list, so that a cursor issued for one
 // filter is refused by another.
-func taskListScope(workspaceID, projectID string, f TaskListFilter) string {
+func TaskListScope(workspaceID, projectID string, f TaskListFilter) string {
 	status, assignee := "*", "*"
 	if f.Status != nil {
 		status = string(*f.Status)

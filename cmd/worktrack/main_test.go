@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "worktrack-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "worktrack")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building worktrack: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// process is a worktrack child process started by a test.
+type process struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	base   string
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var listenRe = regexp.MustCompile(`Worktrack is listening on (https?://[0-9.:]+)`)
+
+// startServe runs `worktrack serve` in dir with env and waits until it
+// listens. The process is killed at the end of the test if still running.
+func startServe(t *testing.T, dir string, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(binary, "serve")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append([]string{"WORKTRACK_ADDR=127.0.0.1:0", "DATABASE_URL=", "REDIS_URL="}, env...)...)
+	p := &process{cmd: cmd, stderr: &lockedBuffer{}}
+	pr, pw := io.Pipe()
+	cmd.Stderr = io.MultiWriter(p.stderr, pw)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sent := false
+		for sc.Scan() {
+			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+	}()
+	select {
+	case p.base = <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start:\n%s", p.stderr.String())
+	}
+	return p
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (p *process) stop(t *testing.T) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+var secretRe = regexp.MustCompile(`wtk_[0-9A-Za-z]{32,}`)
+
+// runCmd runs a sub-command and returns stdout, stderr and the exit code.
+func runCmd(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=", "REDIS_URL="}, env...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), errb.String(), code
+}
+
+func get(t *testing.T, client *http.Client, url, key string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, body
+}
+
+// The README's first experience: serve on the embedded default prints the
+// bootstrap key once, the key works, and a second start prints none.
+func TestFirstStartBootstrapsOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := startServe(t, dir)
+	secrets := secretRe.FindAllString(p.stderr.String(), -1)
+	if len(secrets) == 0 || !strings.Contains(p.stderr.String(), "shown ONCE") {
+		t.Fatalf("no bootstrap banner:\n%s", p.stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "worktrack.db")); err != nil {
+		t.Fatalf("the embedded default must create worktrack.db in the working directory: %v", err)
+	}
+	code, me := get(t, http.DefaultClient, p.base+"/v1/users/me", secrets[0])
+	if code != 200 || me["email"] != "admin@example.com" || me["role"] != "admin" {
+		t.Fatalf("bootstrap key: %d %v", code, me)
+	}
+	if code, _ := get(t, http.DefaultClient, p.base+"/healthz", ""); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	if code, _ := get(t, http.DefaultClient, p.base+"/readyz", ""); code != 200 {
+		t.Fatalf("readyz %d", code)
+	}
+	// One JSON log line per request on stderr.
+	if !strings.Contains(p.stderr.String(), `"msg":"request"`) || !strings.Contains(p.stderr.String(), `"path":"/v1/users/me"`) {
+		t.Fatalf("no access log line:\n%s", p.stderr.String())
+	}
+	if c := p.stop(t); c != 0 {
+		t.Fatalf("exit code after SIGTERM: %d\n%s", c, p.stderr.String())
+	}
+
+	again := startServe(t, dir)
+	if secretRe.MatchString(again.stderr.String()) || strings.Contains(again.stderr.String(), "shown ONCE") {
+		t.Fatalf("a second start printed a key:\n%s", again.stderr.String())
+	}
+	if code, _ := get(t, http.DefaultClient, again.base+"/v1/users/me", secrets[0]); code != 200 {
+		t.Fatalf("the bootstrap key stopped working: %d", code)
+	}
+	again.stop(t)
+}
+
+// Operator commands print JSON; a key revoked by the command stops working in
+// a running server within 10 seconds.
+func TestOperatorCommandsAndCrossProcessRevocation(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"DATABASE_URL=sqlite:" + filepath.Join(dir, "ops.db")}
+	out, errOut, code := runCmd(t, dir, env, "migrate")
+	var migrated struct{ Applied []int64 }
+	if code != 0 || json.Unmarshal([]byte(out), &migrated) != nil || len(migrated.Applied) == 0 {
+		t.Fatalf("migrate: %d %s %s", code, out, errOut)
+	}
+	out, _, _ = runCmd(t, dir, env, "migrate")
+	if strings.Join(strings.Fields(out), "") != `{"applied":[]}` {
+		t.Fatalf("second migrate: %s", out)
+	}
+
+	out, errOut, code = runCmd(t, dir, env, "workspace", "create", "--name", "Ops")
+	var ws map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &ws) != nil || !strings.HasPrefix(ws["id"].(string), "wsp_") || ws["object"] != "workspace" || ws["name"] != "Ops" {
+		t.Fatalf("workspace create: %d %s %s", code, out, errOut)
+	}
+	out, errOut, code = runCmd(t, dir, env, "user", "create", "--workspace", ws["id"].(string), "--email", "op@ops.test", "--name", "Op", "--role", "member")
+	var user map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &user) != nil || user["object"] != "user" || user["role"] != "member" {
+		t.Fatalf("user create: %d %s %s", code, out, errOut)
+	}
+	out, errOut, code = runCmd(t, dir, env, "key", "create", "--user", user["id"].(string), "--name", "ci", "--expires-in", "720h")
+	var key map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &key) != nil || !secretRe.MatchString(fmt.Sprint(key["secret"])) || key["expires_at"] == nil {
+		t.Fatalf("key create: %d %s %s", code, out, errOut)
+	}
+	out, _, code = runCmd(t, dir, env, "key", "list", "--user", user["id"].(string))
+	if code != 0 || strings.Contains(out, "wtk_") || !strings.Contains(out, key["id"].(string)) {
+		t.Fatalf("key list must list keys without secrets: %s", out)
+	}
+	// Errors are one line on stderr and a non-zero exit.
+	_, errOut, code = runCmd(t, dir, env, "user", "create", "--workspace", "wsp_nope", "--email", "x@y.z", "--name", "X", "--role", "member")
+	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "resource_not_found") {
+		t.Fatalf("user create in an unknown workspace: %d %q", code, errOut)
+	}
+	_, errOut, code = runCmd(t, dir, env, "user", "create", "--workspace", ws["id"].(string), "--email", "a@b.c", "--name", "X", "--role", "owner")
+	if code == 0 || !strings.Contains(errOut, "role") {
+		t.Fatalf("bad role: %d %q", code, errOut)
+	}
+
+	p := startServe(t, dir, env...)
+	secret := key["secret"].(string)
+	if code, _ := get(t, http.DefaultClient, p.base+"/v1/users/me", secret); code != 200 {
+		t.Fatalf("new key refused: %d", code)
+	}
+	out, errOut, code = runCmd(t, dir, env, "key", "revoke", key["id"].(string))
+	if code != 0 || strings.Contains(out, "wtk_") || !strings.Contains(out, `"revoked_at": "`) {
+		t.Fatalf("key revoke: %d %s %s", code, out, errOut)
+	}
+	revoked := time.Now()
+	for {
+		code, body := get(t, http.DefaultClient, p.base+"/v1/users/me", secret)
+		if code == 401 {
+			if e, _ := body["error"].(map[string]any); e["code"] != "invalid_api_key" {
+				t.Fatalf("revoked key: %v", body)
+			}
+			break
+		}
+		if time.Since(revoked) > 10*time.Second {
+			t.Fatal("a revoked key still works in another process after 10 seconds")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("revocation reached the server after %v", time.Since(revoked).Round(100*time.Millisecond))
+	p.stop(t)
+}
+
+// Bad configuration exits non-zero with one line naming the variable.
+func TestBadConfigurationExits(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeCert(t, dir)
+	for _, tc := range []struct {
+		env      []string
+		variable string
+	}{
+		{[]string{"WORKTRACK_RATE_WINDOW=soon"}, "WORKTRACK_RATE_WINDOW"},
+		{[]string{"WORKTRACK_RATE_LIMIT=-3"}, "WORKTRACK_RATE_LIMIT"},
+		{[]string{"WORKTRACK_WEBHOOK_TIMEOUT=5"}, "WORKTRACK_WEBHOOK_TIMEOUT"},
+		{[]string{"WORKTRACK_WEBHOOK_ALLOW_PRIVATE=maybe"}, "WORKTRACK_WEBHOOK_ALLOW_PRIVATE"},
+		{[]string{"WORKTRACK_TLS_CERT=" + cert}, "WORKTRACK_TLS_KEY"},
+		{[]string{"WORKTRACK_TLS_KEY=" + key}, "WORKTRACK_TLS_CERT"},
+		{[]string{"DATABASE_URL=mysql://x"}, "DATABASE_URL"},
+		{[]string{"DATABASE_URL=postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}, "DATABASE_URL"},
+		{[]string{"REDIS_URL=redis://127.0.0.1:1/0"}, "REDIS_URL"},
+		{[]string{"WORKTRACK_ADDR=256.0.0.1:99999"}, "WORKTRACK_ADDR"},
+	} {
+		t.Run(tc.variable, func(t *testing.T) {
+			_, errOut, code := runCmd(t, dir, append(tc.env, firstAddr(tc.env)), "serve")
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			last := lines[len(lines)-1]
+			if code == 0 || !strings.Contains(last, tc.variable) || !strings.HasPrefix(last, "worktrack: ") {
+				t.Fatalf("want a non-zero exit naming %s, got %d:\n%s", tc.variable, code, errOut)
+			}
+			if strings.Contains(errOut, "listening") {
+				t.Fatalf("started half-configured:\n%s", errOut)
+			}
+		})
+	}
+}
+
+// firstAddr keeps a test's own WORKTRACK_ADDR, else binds an ephemeral port.
+func firstAddr(env []string) string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "WORKTRACK_ADDR=") {
+			return e
+		}
+	}
+	return "WORKTRACK_ADDR=127.0.0.1:0"
+}
+
+func writeCert(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certPath, keyPath
+}
+
+// With a certificate pair the server speaks HTTPS itself.
+func TestServesTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeCert(t, dir)
+	p := startServe(t, dir, "WORKTRACK_TLS_CERT="+cert, "WORKTRACK_TLS_KEY="+key)
+	if !strings.HasPrefix(p.base, "https://") {
+		t.Fatalf("base %s", p.base)
+	}
+	pool := x509.NewCertPool()
+	pemBytes, _ := os.ReadFile(cert)
+	pool.AppendCertsFromPEM(pemBytes)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	secret := secretRe.FindString(p.stderr.String())
+	if code, _ := get(t, client, p.base+"/v1/users/me", secret); code != 200 {
+		t.Fatalf("https: %d", code)
+	}
+	p.stop(t)
+}
+
+// SIGTERM lets a request in flight finish before the process exits 0.
+func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
+	dir := t.TempDir()
+	p := startServe(t, dir)
+	secret := secretRe.FindString(p.stderr.String())
+	// A slow client: headers sent, body trickling, so the request is in
+	// flight when SIGTERM arrives.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, p.base+"/v1/projects", pr)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		res.Body.Close()
+		done <- result{code: res.StatusCode}
+	}()
+	if _, err := pw.Write([]byte(`{"name":"In flight",`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the server start reading the body
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := pw.Write([]byte(`"key":"FLIGHT"}`)); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	r := <-done
+	if r.err != nil || r.code != 201 {
+		t.Fatalf("in-flight request: %d %v", r.code, r.err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+	}
+}
