@@ -31,6 +31,9 @@ type Options struct {
 	// until the window closes. Defaults 20 and 60s.
 	AuthFailureLimit  int
 	AuthFailureWindow time.Duration
+	// Idempotency keeps Idempotency-Key records of POSTs; nil disables the
+	// feature (the header is then ignored).
+	Idempotency ports.IdempotencyStore
 	// Ready reports whether the database answers (GET /readyz).
 	Ready func(ctx context.Context) error
 	// TrustedProxies may set X-Forwarded-For; by default none, so the client
@@ -87,7 +90,7 @@ func New(a *app.App, opts Options) (*gin.Engine, *Server) {
 	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/readyz", s.ready)
 
-	v1 := e.Group("/v1", s.Authenticated()...)
+	v1 := e.Group("/v1", s.restOnly()...)
 	v1.GET("/users/me", s.me)
 	v1.GET("/users", s.listUsers)
 	v1.POST("/projects", s.createProject)
@@ -116,6 +119,12 @@ func New(a *app.App, opts Options) (*gin.Engine, *Server) {
 // check the body's size and type.
 func (s *Server) Authenticated() []gin.HandlerFunc {
 	return []gin.HandlerFunc{s.authenticate, s.rateLimit, s.body}
+}
+
+// restOnly is the middleware of REST routes only (not GraphQL, which does
+// not take the Idempotency-Key header).
+func (s *Server) restOnly() []gin.HandlerFunc {
+	return append(s.Authenticated(), s.idempotency)
 }
 
 func (s *Server) unmatched(final gin.HandlerFunc) gin.HandlerFunc {

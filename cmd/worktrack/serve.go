@@ -98,6 +98,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		RateWindow:       cfg.RateWindow,
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		Ready:            db.Ping,
+		Idempotency:      db.Idempotency(),
 	})
 	srv := &http.Server{
 		Handler:           engine,
@@ -110,6 +111,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go purgeIdempotencyKeys(ctx, db.Idempotency(), log)
 	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
 	fmt.Fprintf(stderr, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  GraphQL: %s/graphql\n  Health:  %s/healthz\nStop with Ctrl-C.\n\n",
 		base, base, base, base, base)
@@ -155,4 +157,26 @@ func redactURL(u string) string {
 		}
 	}
 	return u
+}
+
+// purgeIdempotencyKeys deletes idempotency records past their 24-hour window,
+// hourly, until ctx ends. Expired records are already ignored when read; this
+// only keeps the table small.
+func purgeIdempotencyKeys(ctx context.Context, s ports.IdempotencyStore, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := s.PurgeIdempotent(ctx, time.Now().Add(-rest.IdempotencyWindow)); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("purging idempotency keys", "error", err.Error())
+			}
+		} else if n > 0 {
+			log.Info("purged idempotency keys", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

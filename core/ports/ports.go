@@ -175,3 +175,34 @@ type RateLimiter interface {
 	// window holds fewer than limit hits (room for one more).
 	Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (RateDecision, error)
 }
+
+// IdempotencyRecord is the first request made with an Idempotency-Key, and
+// its response once it succeeded (contract section 10).
+type IdempotencyRecord struct {
+	APIKeyID  string // requests are idempotent per API key
+	Key       string // the Idempotency-Key header
+	Method    string
+	Path      string
+	BodyHash  string // hex SHA-256 of the exact body bytes
+	Done      bool   // false while the first request is running
+	Status    int    // the stored response, when Done
+	Body      []byte
+	CreatedAt time.Time
+}
+
+// IdempotencyStore keeps idempotency keys for the REST edge.
+type IdempotencyStore interface {
+	// BeginIdempotent claims (r.APIKeyID, r.Key) for r as a running request
+	// and returns nil; when the key is already held it returns the holder
+	// instead. Records created before staleBefore (expired, or left running
+	// by a crashed process) are discarded first.
+	BeginIdempotent(ctx context.Context, r IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*IdempotencyRecord, error)
+	// CompleteIdempotent stores the 2xx response of a running record.
+	CompleteIdempotent(ctx context.Context, apiKeyID, key string, status int, body []byte) error
+	// ReleaseIdempotent forgets a running record whose request did not
+	// succeed, so the key can be used again.
+	ReleaseIdempotent(ctx context.Context, apiKeyID, key string) error
+	// PurgeIdempotent deletes records created before before, and returns how
+	// many; the server runs it periodically so the table stays small.
+	PurgeIdempotent(ctx context.Context, before time.Time) (int64, error)
+}

@@ -85,10 +85,11 @@ func New(t testing.TB, db *store.DB, opts ...Option) *Env {
 	}, app.AuthOptions{})
 	logs := &bytes.Buffer{}
 	o := rest.Options{
-		Logger:  slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, nil)),
-		Clock:   clock,
-		Limiter: ratelimit.NewMemory(),
-		Ready:   db.Ping,
+		Logger:      slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, nil)),
+		Clock:       clock,
+		Limiter:     ratelimit.NewMemory(),
+		Ready:       db.Ping,
+		Idempotency: db.Idempotency(),
 	}
 	for _, opt := range opts {
 		opt(&o)
