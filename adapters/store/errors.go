@@ -47,7 +47,7 @@ func unavailable(err error) error {
 	if _, ok := domain.AsError(err); ok {
 		return err
 	}
-	return fmt.Errorf("%w (%v)", errUnavailable, err)
+	return fmt.Errorf("%w (%w)", errUnavailable, err)
 }
 
 func isConnectionError(err error) bool {

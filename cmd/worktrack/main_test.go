@@ -12,6 +12,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -118,7 +119,11 @@ func (p *process) stop(t *testing.T) int {
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
 	case <-time.After(40 * time.Second):
 		t.Fatal("serve did not stop after SIGTERM")
 	}
@@ -138,8 +143,8 @@ func runCmd(t *testing.T, dir string, env []string, args ...string) (string, str
 	err := cmd.Run()
 	code := 0
 	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
 			t.Fatal(err)
 		}
 		code = ee.ExitCode()
