@@ -85,7 +85,7 @@ func (s *Server) idempotency(c *gin.Context) {
 		APIKeyID: actor.KeyID, Key: key[0], Method: c.Request.Method, Path: c.Request.URL.Path,
 		BodyHash: hex.EncodeToString(sum[:]), CreatedAt: domain.Timestamp(now),
 	}
-	held, err := s.opts.Idempotency.BeginIdempotent(c, rec, now.Add(-IdempotencyWindow), now.Add(-idempotencyRunningLease))
+	held, err := s.opts.Idempotency.BeginIdempotent(c.Request.Context(), rec, now.Add(-IdempotencyWindow), now.Add(-idempotencyRunningLease))
 	if err != nil {
 		abort(c, err)
 		return

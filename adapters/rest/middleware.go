@@ -91,7 +91,7 @@ func bearer(h string) string {
 func (s *Server) authenticate(c *gin.Context) {
 	addr := "authfail:" + c.ClientIP()
 	now := s.opts.Clock.Now()
-	d, err := s.opts.Limiter.Peek(c, addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
+	d, err := s.opts.Limiter.Peek(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
 	if err != nil {
 		// A limiter outage must not take the API down with it: fail open.
 		logger(c).Warn("auth failure limiter unavailable", "error", err.Error())
@@ -100,10 +100,10 @@ func (s *Server) authenticate(c *gin.Context) {
 		abort(c, domain.Errorf(domain.CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header."))
 		return
 	}
-	actor, err := s.app.Auth.Authenticate(c, bearer(c.GetHeader("Authorization")))
+	actor, err := s.app.Auth.Authenticate(c.Request.Context(), bearer(c.GetHeader("Authorization")))
 	if err != nil {
 		if code := domain.ErrorCode(err); code == domain.CodeMissingAPIKey || code == domain.CodeInvalidAPIKey {
-			if _, lerr := s.opts.Limiter.Take(c, addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
+			if _, lerr := s.opts.Limiter.Take(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
 				logger(c).Warn("auth failure limiter unavailable", "error", lerr.Error())
 			}
 		}
@@ -119,7 +119,7 @@ func (s *Server) authenticate(c *gin.Context) {
 func (s *Server) rateLimit(c *gin.Context) {
 	actor := Actor(c)
 	now := s.opts.Clock.Now()
-	d, err := s.opts.Limiter.Take(c, "key:"+actor.KeyID, s.opts.RateLimit, s.opts.RateWindow, now)
+	d, err := s.opts.Limiter.Take(c.Request.Context(), "key:"+actor.KeyID, s.opts.RateLimit, s.opts.RateWindow, now)
 	if err != nil {
 		logger(c).Warn("rate limiter unavailable", "error", err.Error())
 		c.Next()

@@ -25,7 +25,7 @@ func (s *Server) createProject(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	p, err := s.app.Projects.Create(c, Actor(c), in)
+	p, err := s.app.Projects.Create(c.Request.Context(), Actor(c), in)
 	if err != nil {
 		abort(c, err)
 		return
@@ -39,7 +39,7 @@ func (s *Server) listProjects(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	page, err := s.app.Projects.List(c, Actor(c), req)
+	page, err := s.app.Projects.List(c.Request.Context(), Actor(c), req)
 	if err != nil {
 		abort(c, err)
 		return
@@ -48,7 +48,7 @@ func (s *Server) listProjects(c *gin.Context) {
 }
 
 func (s *Server) getProject(c *gin.Context) {
-	p, err := s.app.Projects.Get(c, Actor(c), c.Param("projectId"))
+	p, err := s.app.Projects.Get(c.Request.Context(), Actor(c), c.Param("projectId"))
 	if err != nil {
 		abort(c, err)
 		return
@@ -71,7 +71,7 @@ func (s *Server) updateProject(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	p, err := s.app.Projects.Update(c, Actor(c), c.Param("projectId"), patch)
+	p, err := s.app.Projects.Update(c.Request.Context(), Actor(c), c.Param("projectId"), patch)
 	if err != nil {
 		abort(c, err)
 		return

@@ -39,7 +39,7 @@ func (s *Server) createTask(c *gin.Context) {
 	if patch.DueAt.Present && !patch.DueAt.Null {
 		in.DueAt = &patch.DueAt.Value
 	}
-	t, err := s.app.Tasks.Create(c, Actor(c), c.Param("projectId"), in)
+	t, err := s.app.Tasks.Create(c.Request.Context(), Actor(c), c.Param("projectId"), in)
 	if err != nil {
 		abort(c, err)
 		return
@@ -91,7 +91,7 @@ func (s *Server) listTasks(c *gin.Context) {
 	if v, ok := c.GetQuery("assignee_id"); ok {
 		f.AssigneeID = &v
 	}
-	page, err := s.app.Tasks.List(c, Actor(c), c.Param("projectId"), f, req)
+	page, err := s.app.Tasks.List(c.Request.Context(), Actor(c), c.Param("projectId"), f, req)
 	if err != nil {
 		abort(c, err)
 		return
@@ -100,7 +100,7 @@ func (s *Server) listTasks(c *gin.Context) {
 }
 
 func (s *Server) getTask(c *gin.Context) {
-	t, err := s.app.Tasks.Get(c, Actor(c), c.Param("taskId"))
+	t, err := s.app.Tasks.Get(c.Request.Context(), Actor(c), c.Param("taskId"))
 	if err != nil {
 		abort(c, err)
 		return
@@ -119,7 +119,7 @@ func (s *Server) updateTask(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	t, err := s.app.Tasks.Update(c, Actor(c), c.Param("taskId"), patch)
+	t, err := s.app.Tasks.Update(c.Request.Context(), Actor(c), c.Param("taskId"), patch)
 	if err != nil {
 		abort(c, err)
 		return
@@ -128,7 +128,7 @@ func (s *Server) updateTask(c *gin.Context) {
 }
 
 func (s *Server) deleteTask(c *gin.Context) {
-	if err := s.app.Tasks.Delete(c, Actor(c), c.Param("taskId")); err != nil {
+	if err := s.app.Tasks.Delete(c.Request.Context(), Actor(c), c.Param("taskId")); err != nil {
 		abort(c, err)
 		return
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) me(c *gin.Context) {
-	u, err := s.app.Users.Me(c, Actor(c))
+	u, err := s.app.Users.Me(c.Request.Context(), Actor(c))
 	if err != nil {
 		abort(c, err)
 		return
@@ -23,7 +23,7 @@ func (s *Server) listUsers(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	page, err := s.app.Users.List(c, Actor(c), req)
+	page, err := s.app.Users.List(c.Request.Context(), Actor(c), req)
 	if err != nil {
 		abort(c, err)
 		return
