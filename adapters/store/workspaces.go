@@ -58,3 +58,16 @@ func (s *WorkspaceStore) CountWorkspaces(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// LockWorkspaces takes PostgreSQL's EXCLUSIVE table lock on workspaces (reads
+// go on, writes wait) until the transaction ends. SQLite needs nothing: its
+// transactions begin IMMEDIATE and so already exclude other writers.
+func (s *WorkspaceStore) LockWorkspaces(ctx context.Context) error {
+	if s.db.dialect != DialectPostgres {
+		return nil
+	}
+	if err := s.db.conn(ctx).Exec("LOCK TABLE workspaces IN EXCLUSIVE MODE").Error; err != nil {
+		return fmt.Errorf("store: lock workspaces: %w", err)
+	}
+	return nil
+}

@@ -75,6 +75,9 @@ func (s *Admin) RevokeKey(ctx context.Context, id string) (domain.APIKey, error)
 // false, so the secret is shown at most once in the database's life.
 func (s *Admin) Bootstrap(ctx context.Context, email string) (created bool, key domain.APIKey, secret string, err error) {
 	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Workspaces.LockWorkspaces(ctx); err != nil {
+			return err
+		}
 		n, err := s.d.Workspaces.CountWorkspaces(ctx)
 		if err != nil || n > 0 {
 			return err

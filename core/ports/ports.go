@@ -41,6 +41,10 @@ type WorkspaceStore interface {
 	FindWorkspaceByID(ctx context.Context, id string) (domain.Workspace, error)
 	// CountWorkspaces counts every workspace; the first start bootstraps when 0.
 	CountWorkspaces(ctx context.Context) (int64, error)
+	// LockWorkspaces keeps other transactions from creating workspaces until
+	// the caller's transaction ends, so that servers starting together on an
+	// empty database bootstrap it once. Call it inside Transactor.InTx.
+	LockWorkspaces(ctx context.Context) error
 }
 
 // UserFilter selects users of one workspace, a page at a time.
