@@ -118,7 +118,7 @@ func (o object) time(name string) (domain.Field[time.Time], error) {
 }
 
 // bool reads an optional boolean field.
-func (o object) bool(name string) (domain.Field[bool], error) { //nolint:unused // for PATCH /webhooks (active), landing next
+func (o object) bool(name string) (domain.Field[bool], error) {
 	raw, ok := o[name]
 	if !ok {
 		return domain.Field[bool]{}, nil
@@ -134,7 +134,7 @@ func (o object) bool(name string) (domain.Field[bool], error) { //nolint:unused 
 }
 
 // strings reads an optional array-of-strings field.
-func (o object) strings(name string) (domain.Field[[]string], error) { //nolint:unused // for /webhooks (events), landing next
+func (o object) strings(name string) (domain.Field[[]string], error) {
 	raw, ok := o[name]
 	if !ok {
 		return domain.Field[[]string]{}, nil

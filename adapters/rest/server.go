@@ -102,6 +102,14 @@ func New(a *app.App, opts Options) (*gin.Engine, *Server) {
 	v1.GET("/tasks/:taskId", s.getTask)
 	v1.PATCH("/tasks/:taskId", s.updateTask)
 	v1.DELETE("/tasks/:taskId", s.deleteTask)
+	v1.POST("/webhooks", s.createWebhook)
+	v1.GET("/webhooks", s.listWebhooks)
+	v1.GET("/webhooks/:webhookId", s.getWebhook)
+	v1.PATCH("/webhooks/:webhookId", s.updateWebhook)
+	v1.DELETE("/webhooks/:webhookId", s.deleteWebhook)
+	v1.POST("/webhooks/:webhookId/rotate_secret", s.rotateWebhookSecret)
+	v1.GET("/webhooks/:webhookId/deliveries", s.listDeliveries)
+	v1.POST("/webhooks/:webhookId/deliveries/:deliveryId/redeliver", s.redeliver)
 
 	// Unknown routes and methods under the APIs are answered after
 	// authentication, as Stripe does: an anonymous caller learns nothing.

@@ -37,6 +37,9 @@ type DB struct {
 	// Other processes on the same file are held off by the busy timeout. Nil
 	// for PostgreSQL.
 	writeLock chan struct{}
+	// url is what Open was given; the PostgreSQL delivery watcher opens its
+	// own LISTEN connection with it.
+	url string
 }
 
 // Option adjusts how Open connects.
@@ -133,7 +136,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		sqlDB.SetMaxIdleConns(min(4, o.maxOpenConns))
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	db := &DB{gorm: g, sql: sqlDB, dialect: dialect}
+	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url}
 	if dialect == DialectSQLite && !memory {
 		db.writeLock = make(chan struct{}, 1)
 	}

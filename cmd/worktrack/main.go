@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/webhook"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
@@ -74,8 +76,9 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, []int64, error) {
 	return db, applied, nil
 }
 
-// newApp wires the core services over a store.
-func newApp(db *store.DB) *app.App {
+// newApp wires the core services over a store. Every change records its
+// webhook event through the transactional outbox.
+func newApp(db *store.DB, cfg Config) *app.App {
 	return app.New(app.Deps{
 		Tx:         db,
 		Workspaces: db.Workspaces(),
@@ -83,6 +86,11 @@ func newApp(db *store.DB) *app.App {
 		Keys:       db.APIKeys(),
 		Projects:   db.Projects(),
 		Tasks:      db.Tasks(),
+		Webhooks:   db.Webhooks(),
+		EventLog:   db.Events(),
+		Deliveries: db.Deliveries(),
+		Payloads:   wire.Payloads{},
+		Addresses:  webhook.AddressChecker{AllowPrivate: cfg.WebhookAllowPrivate},
 	}, app.AuthOptions{})
 }
 

@@ -71,7 +71,9 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		limiter = ratelimit.NewRedis(client, "worktrack:rl:")
 	}
 
-	a := newApp(db)
+	a := newApp(db, cfg)
+	stopDispatcher := startDispatcher(ctx, a, db, cfg, log)
+	defer stopDispatcher()
 	created, _, secret, err := a.Admin.Bootstrap(ctx, cfg.BootstrapEmail)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)

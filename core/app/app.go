@@ -1,5 +1,5 @@
 // Package app holds the use cases: one service per aggregate. Authorisation,
-// tenancy and (later) event recording happen here, once, for every edge.
+// tenancy and event recording happen here, once, for every edge.
 package app
 
 import (
@@ -20,9 +20,18 @@ type Deps struct {
 	Keys       ports.APIKeyStore
 	Projects   ports.ProjectStore
 	Tasks      ports.TaskStore
-	// Events records events in the transaction of the change; nil records
-	// nothing.
+	// Events records events in the transaction of the change. When nil and
+	// the webhook stores below are set, New records through the
+	// transactional outbox; when nil otherwise, nothing is recorded.
 	Events ports.EventRecorder
+
+	// Webhooks (issue 4): subscriptions, the event log, deliveries, the
+	// payload renderer of the outbox and the SSRF check of registration.
+	Webhooks   ports.WebhookStore
+	EventLog   ports.EventStore
+	Deliveries ports.DeliveryStore
+	Payloads   ports.PayloadRenderer
+	Addresses  ports.AddressChecker
 }
 
 // App is the set of services both APIs call.
@@ -32,6 +41,10 @@ type App struct {
 	Projects *Projects
 	Tasks    *Tasks
 	Admin    *Admin
+	Webhooks *Webhooks
+
+	deps Deps
+	wake *signal // wakes this process's dispatchers after a commit
 }
 
 // New wires the services. A nil Clock or IDs gets the system one.
@@ -42,6 +55,13 @@ func New(d Deps, opts AuthOptions) *App {
 	if d.IDs == nil {
 		d.IDs = RandomIDs{}
 	}
+	wake := newSignal()
+	if d.Tx != nil {
+		d.Tx = hookedTx{inner: d.Tx}
+	}
+	if d.Events == nil && d.Webhooks != nil && d.EventLog != nil && d.Deliveries != nil && d.Payloads != nil {
+		d.Events = &outbox{d: d, wake: wake}
+	}
 	auth := newAuth(d, opts)
 	return &App{
 		Auth:     auth,
@@ -49,6 +69,9 @@ func New(d Deps, opts AuthOptions) *App {
 		Projects: &Projects{d: d},
 		Tasks:    &Tasks{d: d},
 		Admin:    &Admin{d: d, auth: auth},
+		Webhooks: &Webhooks{d: d, wake: wake},
+		deps:     d,
+		wake:     wake,
 	}
 }
 

@@ -60,7 +60,7 @@ func (s *Projects) List(ctx context.Context, a domain.Actor, req domain.PageRequ
 	if err := a.Require(domain.PermRead); err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
-	scope := "projects:" + a.WorkspaceID
+	scope := ProjectListScope(a.WorkspaceID)
 	after, n, err := pageQuery(req, scope)
 	if err != nil {
 		return domain.Page[domain.Project]{}, err

@@ -42,7 +42,7 @@ func (s *Users) List(ctx context.Context, a domain.Actor, req domain.PageRequest
 	if err := a.Require(domain.PermRead); err != nil {
 		return domain.Page[domain.User]{}, err
 	}
-	scope := "users:" + a.WorkspaceID
+	scope := UserListScope(a.WorkspaceID)
 	after, n, err := pageQuery(req, scope)
 	if err != nil {
 		return domain.Page[domain.User]{}, err

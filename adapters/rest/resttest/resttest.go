@@ -21,14 +21,18 @@ import (
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/rest"
 	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/webhook"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-// Clock is a controllable clock, safe for concurrent use.
+// Clock is a controllable clock, safe for concurrent use. It stands still
+// until Run makes it follow the wall clock too.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu    sync.Mutex
+	now   time.Time
+	since time.Time // wall time of Run; zero while the clock stands still
 }
 
 // NewClock starts at t.
@@ -38,7 +42,20 @@ func NewClock(t time.Time) *Clock { return &Clock{now: t} }
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.since.IsZero() {
+		return c.now.Add(time.Since(c.since))
+	}
 	return c.now
+}
+
+// Run makes the clock tick with the wall clock from now on (Advance still
+// jumps it), for tests of things that wait, such as webhook retries.
+func (c *Clock) Run() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.since.IsZero() {
+		c.since = time.Now()
+	}
 }
 
 // Advance moves the clock forward.
@@ -75,13 +92,28 @@ type Env struct {
 // Option adjusts the server before it is built.
 type Option func(*rest.Options)
 
+// Settings adjust the core services of an environment.
+type Settings struct {
+	// AllowPrivateWebhooks is WORKTRACK_WEBHOOK_ALLOW_PRIVATE: webhook URLs
+	// on loopback (httptest receivers) are accepted.
+	AllowPrivateWebhooks bool
+}
+
 // New builds the environment on db.
 func New(t testing.TB, db *store.DB, opts ...Option) *Env {
+	t.Helper()
+	return NewWith(t, db, Settings{}, opts...)
+}
+
+// NewWith is New with settings for the core services.
+func NewWith(t testing.TB, db *store.DB, set Settings, opts ...Option) *Env {
 	t.Helper()
 	clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	a := app.New(app.Deps{
 		Tx: db, Clock: clock,
 		Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
+		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
+		Addresses: webhook.AddressChecker{AllowPrivate: set.AllowPrivateWebhooks},
 	}, app.AuthOptions{})
 	logs := &bytes.Buffer{}
 	o := rest.Options{

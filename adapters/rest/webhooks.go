@@ -1,0 +1,139 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/adapters/wire"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+func (s *Server) createWebhook(c *gin.Context) {
+	obj, err := readObject(c, "url", "events")
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	var in app.WebhookInput
+	if in.URL, err = obj.requiredStr("url"); err != nil {
+		abort(c, err)
+		return
+	}
+	events, err := obj.strings("events")
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	if !events.Present || events.Null {
+		abort(c, domain.Invalid("events", "events is required"))
+		return
+	}
+	in.Events = events.Value
+	w, err := s.app.Webhooks.Create(c.Request.Context(), Actor(c), in)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, wire.FromWebhookWithSecret(w))
+}
+
+func (s *Server) listWebhooks(c *gin.Context) {
+	req, err := pageRequest(c)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	page, err := s.app.Webhooks.List(c.Request.Context(), Actor(c), req)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromWebhook))
+}
+
+func (s *Server) getWebhook(c *gin.Context) {
+	w, err := s.app.Webhooks.Get(c.Request.Context(), Actor(c), c.Param("webhookId"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromWebhook(w))
+}
+
+func (s *Server) updateWebhook(c *gin.Context) {
+	obj, err := readObject(c, "url", "events", "active")
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	var p domain.WebhookPatch
+	if p.URL, err = obj.str("url"); err != nil {
+		abort(c, err)
+		return
+	}
+	if p.Events, err = obj.strings("events"); err != nil {
+		abort(c, err)
+		return
+	}
+	if p.Active, err = obj.bool("active"); err != nil {
+		abort(c, err)
+		return
+	}
+	w, err := s.app.Webhooks.Update(c.Request.Context(), Actor(c), c.Param("webhookId"), p)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromWebhook(w))
+}
+
+func (s *Server) deleteWebhook(c *gin.Context) {
+	if err := s.app.Webhooks.Delete(c.Request.Context(), Actor(c), c.Param("webhookId")); err != nil {
+		abort(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (s *Server) rotateWebhookSecret(c *gin.Context) {
+	w, err := s.app.Webhooks.RotateSecret(c.Request.Context(), Actor(c), c.Param("webhookId"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromWebhookWithSecret(w))
+}
+
+func (s *Server) listDeliveries(c *gin.Context) {
+	req, err := pageRequest(c)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	var status *domain.DeliveryStatus
+	if v, ok := c.GetQuery("status"); ok {
+		st, err := domain.ParseDeliveryStatus("status", v)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		status = &st
+	}
+	page, err := s.app.Webhooks.Deliveries(c.Request.Context(), Actor(c), c.Param("webhookId"), status, req)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromDelivery))
+}
+
+func (s *Server) redeliver(c *gin.Context) {
+	d, err := s.app.Webhooks.Redeliver(c.Request.Context(), Actor(c), c.Param("webhookId"), c.Param("deliveryId"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, wire.FromDelivery(d))
+}

@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+type deliveryRow struct {
+	ID             string         `gorm:"column:id;primaryKey"`
+	WorkspaceID    string         `gorm:"column:workspace_id"`
+	WebhookID      string         `gorm:"column:webhook_id"`
+	EventID        string         `gorm:"column:event_id"`
+	EventType      string         `gorm:"column:event_type"`
+	Status         string         `gorm:"column:status"`
+	Attempts       int            `gorm:"column:attempts"`
+	LastAttemptAt  NullTime       `gorm:"column:last_attempt_at"`
+	LastStatusCode sql.NullInt64  `gorm:"column:last_status_code"`
+	LastError      sql.NullString `gorm:"column:last_error"`
+	NextAttemptAt  NullTime       `gorm:"column:next_attempt_at"`
+	WindowStart    Time           `gorm:"column:window_start"`
+	LeaseUntil     NullTime       `gorm:"column:lease_until"`
+	LockedBy       sql.NullString `gorm:"column:locked_by"`
+	CreatedAt      Time           `gorm:"column:created_at"`
+}
+
+func (deliveryRow) TableName() string { return "webhook_deliveries" }
+
+func deliveryToRow(d domain.Delivery) deliveryRow {
+	r := deliveryRow{
+		ID: d.ID, WorkspaceID: d.WorkspaceID, WebhookID: d.WebhookID, EventID: d.EventID,
+		EventType: string(d.EventType), Status: string(d.Status), Attempts: d.Attempts,
+		LastAttemptAt: NullTimeOf(d.LastAttemptAt), NextAttemptAt: NullTimeOf(d.NextAttemptAt),
+		WindowStart: Time(d.WindowStart), CreatedAt: Time(d.CreatedAt),
+	}
+	if d.LastStatusCode != nil {
+		r.LastStatusCode = sql.NullInt64{Int64: int64(*d.LastStatusCode), Valid: true}
+	}
+	if d.LastError != nil {
+		r.LastError = sql.NullString{String: *d.LastError, Valid: true}
+	}
+	return r
+}
+
+func deliveryFromRow(r deliveryRow) domain.Delivery {
+	d := domain.Delivery{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, WebhookID: r.WebhookID, EventID: r.EventID,
+		EventType: domain.EventType(r.EventType), Status: domain.DeliveryStatus(r.Status), Attempts: r.Attempts,
+		LastAttemptAt: r.LastAttemptAt.Ptr(), NextAttemptAt: r.NextAttemptAt.Ptr(),
+		WindowStart: timeOf(r.WindowStart), CreatedAt: timeOf(r.CreatedAt),
+	}
+	if r.LastStatusCode.Valid {
+		c := int(r.LastStatusCode.Int64)
+		d.LastStatusCode = &c
+	}
+	if r.LastError.Valid {
+		e := r.LastError.String
+		d.LastError = &e
+	}
+	return d
+}
+
+// DeliveryStore persists deliveries and hands them to dispatchers.
+type DeliveryStore struct{ db *DB }
+
+var _ ports.DeliveryStore = (*DeliveryStore)(nil)
+
+// Deliveries is the delivery repository of db.
+func (db *DB) Deliveries() *DeliveryStore { return &DeliveryStore{db: db} }
+
+// CreateDeliveries inserts ds in one statement and, on PostgreSQL, queues a
+// notification that the database sends to listening dispatchers when (and
+// only if) the transaction commits.
+func (s *DeliveryStore) CreateDeliveries(ctx context.Context, ds []domain.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	rows := mapRows(ds, deliveryToRow)
+	if err := s.db.conn(ctx).Create(&rows).Error; err != nil {
+		return fmt.Errorf("store: create deliveries: %w", err)
+	}
+	return s.db.notifyDeliveries(ctx)
+}
+
+// FindDeliveryByID returns resource_not_found when the delivery is absent or
+// not one of the webhook's in the workspace.
+func (s *DeliveryStore) FindDeliveryByID(ctx context.Context, workspaceID, webhookID, id string) (domain.Delivery, error) {
+	var row deliveryRow
+	err := s.db.conn(ctx).Where("workspace_id = ? AND webhook_id = ? AND id = ?", workspaceID, webhookID, id).Take(&row).Error
+	if err != nil {
+		return domain.Delivery{}, notFoundOr(err, "webhook delivery", id)
+	}
+	return deliveryFromRow(row), nil
+}
+
+// FindDeliveries lists a webhook's deliveries in (created_at, id) order
+// after f.After: a range scan of (webhook_id[, status], created_at, id).
+func (s *DeliveryStore) FindDeliveries(ctx context.Context, f ports.DeliveryFilter) ([]domain.Delivery, error) {
+	q := s.db.conn(ctx).Where("webhook_id = ? AND workspace_id = ?", f.WebhookID, f.WorkspaceID)
+	if f.Status != nil {
+		q = q.Where("status = ?", string(*f.Status))
+	}
+	var rows []deliveryRow
+	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list deliveries: %w", err)
+	}
+	return mapRows(rows, deliveryFromRow), nil
+}
+
+// RescheduleDelivery writes a redelivery and notifies like CreateDeliveries.
+func (s *DeliveryStore) RescheduleDelivery(ctx context.Context, d domain.Delivery) error {
+	row := deliveryToRow(d)
+	res := s.db.conn(ctx).Model(&deliveryRow{}).
+		Where("workspace_id = ? AND webhook_id = ? AND id = ?", d.WorkspaceID, d.WebhookID, d.ID).
+		Updates(map[string]any{"status": row.Status, "next_attempt_at": row.NextAttemptAt, "window_start": row.WindowStart})
+	if res.Error != nil {
+		return fmt.Errorf("store: reschedule delivery: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("webhook delivery", d.ID)
+	}
+	return s.db.notifyDeliveries(ctx)
+}
+
+// claimSQL leases due deliveries of active webhooks in one statement. On
+// PostgreSQL the candidate rows are locked with FOR UPDATE OF d SKIP LOCKED:
+// concurrent claims pass over each other's rows instead of waiting or
+// taking them too, and the webhooks rows are not locked, so claims of one
+// webhook's deliveries run side by side. On SQLite the statement runs
+// under the database's single write lock. The verbs fill in the webhooks
+// to skip, the locking clause and the RETURNING list.
+const claimSQL = `UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
+WHERE id IN (
+	SELECT d.id FROM webhook_deliveries d
+	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+	WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+	AND w.active %s
+	ORDER BY d.next_attempt_at
+	LIMIT ? %s
+)
+RETURNING %s`
+
+// claimedSQL reads what sending the claimed deliveries needs; %s is the
+// source of the claimed rows.
+const claimedSQL = `SELECT d.*, w.url, w.secret, e.payload FROM %s d
+	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+	JOIN events e ON e.id = d.event_id
+	%s
+	ORDER BY d.next_attempt_at, d.id`
+
+// ClaimDeliveries leases up to r.Limit due deliveries to r.Owner and returns
+// them with their webhook's URL and secret and their event's payload. On
+// PostgreSQL that is one statement (the lease in a CTE); on SQLite, which
+// has no UPDATE in a WITH clause, the lease and then the read.
+func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimRequest) ([]ports.Dispatch, error) {
+	if r.Limit <= 0 {
+		return nil, nil
+	}
+	now := Time(r.Now)
+	args := []any{Time(r.LeaseUntil), r.Owner, now, now}
+	skip := ""
+	if len(r.SkipWebhooks) > 0 {
+		skip = "AND d.webhook_id NOT IN ?"
+		args = append(args, r.SkipWebhooks)
+	}
+	args = append(args, r.Limit)
+	var rows []struct {
+		Row     deliveryRow `gorm:"embedded"`
+		URL     string      `gorm:"column:url"`
+		Secret  string      `gorm:"column:secret"`
+		Payload []byte      `gorm:"column:payload"`
+	}
+	if s.db.dialect == DialectPostgres {
+		q := "WITH claimed AS (" + fmt.Sprintf(claimSQL, skip, "FOR UPDATE OF d SKIP LOCKED", "*") + ")\n" +
+			fmt.Sprintf(claimedSQL, "claimed", "")
+		if err := s.db.conn(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("store: claim deliveries: %w", err)
+		}
+	} else {
+		var ids []string
+		if err := s.db.conn(ctx).Raw(fmt.Sprintf(claimSQL, skip, "", "id"), args...).Scan(&ids).Error; err != nil {
+			return nil, fmt.Errorf("store: claim deliveries: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		q := fmt.Sprintf(claimedSQL, "webhook_deliveries", "WHERE d.id IN ? AND d.locked_by = ?")
+		if err := s.db.conn(ctx).Raw(q, ids, r.Owner).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
+		}
+	}
+	out := make([]ports.Dispatch, len(rows))
+	for i, row := range rows {
+		out[i] = ports.Dispatch{Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret, Payload: row.Payload}
+	}
+	return out, nil
+}
+
+// FinishDelivery writes an attempt's outcome and ends the lease, only while
+// owner holds it.
+func (s *DeliveryStore) FinishDelivery(ctx context.Context, d domain.Delivery, owner string) (bool, error) {
+	row := deliveryToRow(d)
+	res := s.db.conn(ctx).Model(&deliveryRow{}).
+		Where("id = ? AND locked_by = ?", d.ID, owner).
+		Updates(map[string]any{
+			"status": row.Status, "attempts": row.Attempts, "last_attempt_at": row.LastAttemptAt,
+			"last_status_code": row.LastStatusCode, "last_error": row.LastError, "next_attempt_at": row.NextAttemptAt,
+			"lease_until": nil, "locked_by": nil,
+		})
+	if res.Error != nil {
+		return false, fmt.Errorf("store: finish delivery: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// ReleaseDeliveries ends owner's leases on ids.
+func (s *DeliveryStore) ReleaseDeliveries(ctx context.Context, owner string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.db.conn(ctx).Model(&deliveryRow{}).
+		Where("id IN ? AND locked_by = ?", ids, owner).
+		Updates(map[string]any{"lease_until": nil, "locked_by": nil}).Error
+	if err != nil {
+		return fmt.Errorf("store: release deliveries: %w", err)
+	}
+	return nil
+}
+
+// FailPendingDeliveries fails a webhook's pending deliveries. Leases are
+// left alone: an attempt in flight still records its outcome.
+func (s *DeliveryStore) FailPendingDeliveries(ctx context.Context, workspaceID, webhookID, reason string) (int64, error) {
+	res := s.db.conn(ctx).Model(&deliveryRow{}).
+		Where("workspace_id = ? AND webhook_id = ? AND status = 'pending'", workspaceID, webhookID).
+		Updates(map[string]any{"status": string(domain.DeliveryFailed), "next_attempt_at": nil, "last_error": reason})
+	if res.Error != nil {
+		return 0, fmt.Errorf("store: fail pending deliveries: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// notifyDeliveries queues a NOTIFY on this database's delivery channel
+// (PostgreSQL only). PostgreSQL sends it when the transaction commits and
+// drops it on rollback, and folds repeats within one transaction into one.
+func (db *DB) notifyDeliveries(ctx context.Context) error {
+	if db.dialect != DialectPostgres {
+		return nil
+	}
+	if err := db.conn(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error; err != nil {
+		return fmt.Errorf("store: notify dispatchers: %w", err)
+	}
+	return nil
+}
+
+// channelExpr names the NOTIFY channel of the current database and schema,
+// so that schemas of one database (one per test, say) do not wake each
+// other's dispatchers. Both sides compute it in SQL on their own connection.
+var channelExpr = strings.TrimSpace(`
+'worktrack_deliveries_' || substr(md5(current_database() || '/' || coalesce(current_schema(), '')), 1, 16)`)

@@ -1,0 +1,380 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+func TestDeliveryStoreListing(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws, other := newWorkspace(t, db), newWorkspace(t, db)
+		w := newWebhook(t, db, ws, base, "task.created")
+		w2 := newWebhook(t, db, ws, base, "task.created")
+		var mine []domain.Delivery
+		for i := range 9 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i/3)*time.Second))
+			ds := newDeliveries(t, db, e, w, w2)
+			mine = append(mine, ds[0])
+		}
+		got, err := s.FindDeliveryByID(ctx, ws.ID, w.ID, mine[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "delivery", got, mine[0])
+		for _, c := range []struct{ ws, wh string }{{other.ID, w.ID}, {ws.ID, w2.ID}} {
+			_, err := s.FindDeliveryByID(ctx, c.ws, c.wh, mine[0].ID)
+			wantError(t, err, domain.CodeNotFound, "", "No such webhook delivery: '"+mine[0].ID+"'")
+		}
+
+		// Finish some, so that the status filter has something to choose.
+		owner := "dsp_test"
+		claimed, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: owner, Now: base.Add(time.Hour), LeaseUntil: base.Add(2 * time.Hour), Limit: 100})
+		if err != nil || len(claimed) != 18 {
+			t.Fatalf("claim: %d %v", len(claimed), err)
+		}
+		var failed []domain.Delivery
+		for i, d := range mine {
+			if i%3 == 0 {
+				d = d.Fail("gone")
+				failed = append(failed, d)
+				mine[i] = d
+				if ok, err := s.FinishDelivery(ctx, d, owner); !ok || err != nil {
+					t.Fatalf("finish: %v %v", ok, err)
+				}
+			}
+		}
+		sortByPosition(mine, deliveryPosition)
+		sortByPosition(failed, deliveryPosition)
+		list := func(status *domain.DeliveryStatus) []domain.Delivery {
+			return collectPages(t, 2, deliveryPosition, func(after *domain.Position, limit int) ([]domain.Delivery, error) {
+				return s.FindDeliveries(ctx, ports.DeliveryFilter{WorkspaceID: ws.ID, WebhookID: w.ID, Status: status, After: after, Limit: limit})
+			})
+		}
+		equal(t, "all deliveries", list(nil), mine)
+		st := domain.DeliveryFailed
+		equal(t, "failed deliveries", list(&st), failed)
+		if got, err := s.FindDeliveries(ctx, ports.DeliveryFilter{WorkspaceID: other.ID, WebhookID: w.ID, Limit: 10}); err != nil || len(got) != 0 {
+			t.Fatalf("another workspace sees %d deliveries (%v)", len(got), err)
+		}
+	})
+}
+
+func TestDeliveryStoreClaims(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws := newWorkspace(t, db)
+		w := newWebhook(t, db, ws, base, "task.created")
+		w2 := newWebhook(t, db, ws, base, "task.created")
+		e, payload := newEvent(t, db, ws, domain.EventTaskCreated, base)
+		ds := newDeliveries(t, db, e, w, w2)
+		later, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Minute))
+		newDeliveries(t, db, later, w)
+		claim := func(owner string, now time.Time, limit int, skip ...string) []ports.Dispatch {
+			t.Helper()
+			got, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: owner, Now: now, LeaseUntil: now.Add(time.Minute), Limit: limit, SkipWebhooks: skip})
+			if err != nil {
+				t.Fatalf("claim: %v", err)
+			}
+			return got
+		}
+		ids := func(ps []ports.Dispatch) []string {
+			var out []string
+			for _, p := range ps {
+				out = append(out, p.Delivery.ID)
+			}
+			slices.Sort(out)
+			return out
+		}
+
+		// Only what is due; the claim carries the webhook's URL and secret
+		// and the payload's exact bytes.
+		got := claim("a", base, 10, w2.ID)
+		if len(got) != 1 || got[0].Delivery.ID != ds[0].ID || got[0].URL != w.URL || got[0].Secret != w.Secret || string(got[0].Payload) != string(payload) {
+			t.Fatalf("first claim: %+v", got)
+		}
+		equal(t, "claimed delivery", got[0].Delivery, ds[0])
+		// Leased: nobody else gets it, not even its owner again.
+		if got := claim("b", base.Add(30*time.Second), 10, w2.ID); len(got) != 0 {
+			t.Fatalf("a leased delivery was claimed again: %+v", got)
+		}
+		// Another owner cannot finish or release it.
+		out := ds[0].RecordAttempt(domain.AttemptResult{StatusCode: 500}, base.Add(61*time.Second), domain.RetryPolicy{Base: time.Second, Max: time.Minute, Window: time.Hour})
+		if ok, err := s.FinishDelivery(ctx, out.Delivery, "b"); ok || err != nil {
+			t.Fatalf("finish by a stranger: %v %v", ok, err)
+		}
+		if err := s.ReleaseDeliveries(ctx, "b", []string{ds[0].ID}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim("b", base.Add(30*time.Second), 10, w2.ID); len(got) != 0 {
+			t.Fatal("a stranger released a lease")
+		}
+		// The owner's lapsed lease (it crashed) frees the delivery.
+		// (The later event's delivery is due by then too.)
+		got = claim("b", base.Add(61*time.Second), 10, w2.ID)
+		if len(got) != 2 || got[0].Delivery.ID != ds[0].ID {
+			t.Fatalf("after the lease lapsed: %v", ids(got))
+		}
+		if ok, _ := s.FinishDelivery(ctx, out.Delivery, "a"); ok {
+			t.Fatal("the crashed owner finished a delivery another dispatcher holds")
+		}
+		if ok, err := s.FinishDelivery(ctx, out.Delivery, "b"); !ok || err != nil {
+			t.Fatalf("finish by the owner: %v %v", ok, err)
+		}
+		stored, _ := s.FindDeliveryByID(ctx, ws.ID, w.ID, ds[0].ID)
+		equal(t, "finished", stored, out.Delivery)
+		// Retried at its time, not before.
+		if got := claim("c", base.Add(61*time.Second), 10, w2.ID); len(got) != 0 {
+			t.Fatalf("claimed before its retry time: %v", ids(got))
+		}
+		if err := s.ReleaseDeliveries(ctx, "b", ids(got)); err != nil {
+			t.Fatal(err)
+		}
+
+		// The limit holds; a released delivery can be claimed at once.
+		if got := claim("c", base.Add(2*time.Minute), 1, w.ID); len(got) != 1 || got[0].Delivery.ID != ds[1].ID {
+			t.Fatalf("skip and limit: %v", ids(got))
+		}
+		if err := s.ReleaseDeliveries(ctx, "c", []string{ds[1].ID}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim("d", base.Add(2*time.Minute), 10, w.ID); len(got) != 1 || got[0].Delivery.ID != ds[1].ID {
+			t.Fatalf("after release: %v", ids(got))
+		}
+
+		// An inactive webhook's deliveries are not claimed.
+		w3 := newWebhook(t, db, ws, base, "task.created")
+		newDeliveries(t, db, e, w3)
+		w3.Active = false
+		if err := db.Webhooks().UpdateWebhook(ctx, w3); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range claim("e", base.Add(time.Hour), 10) {
+			if p.Delivery.WebhookID == w3.ID {
+				t.Fatal("claimed a delivery of an inactive webhook")
+			}
+		}
+	})
+}
+
+func TestDeliveryStoreRescheduleAndFail(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws := newWorkspace(t, db)
+		w, w2 := newWebhook(t, db, ws, base, "task.created"), newWebhook(t, db, ws, base, "task.created")
+		var ds []domain.Delivery
+		for i := range 3 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Second))
+			ds = append(ds, newDeliveries(t, db, e, w, w2)...)
+		}
+		n, err := s.FailPendingDeliveries(ctx, ws.ID, w.ID, "deactivated")
+		if err != nil || n != 3 {
+			t.Fatalf("FailPendingDeliveries: %d %v", n, err)
+		}
+		for _, d := range ds {
+			got, _ := s.FindDeliveryByID(ctx, ws.ID, d.WebhookID, d.ID)
+			if d.WebhookID == w.ID {
+				equal(t, "failed", got, d.Fail("deactivated"))
+			} else if got.Status != domain.DeliveryPending {
+				t.Fatalf("another webhook's delivery was failed: %+v", got)
+			}
+		}
+		if n, _ := s.FailPendingDeliveries(ctx, ws.ID, w.ID, "again"); n != 0 {
+			t.Fatalf("failed %d already failed deliveries", n)
+		}
+
+		r := ds[0].Fail("deactivated").Redeliver(base.Add(48 * time.Hour))
+		if err := s.RescheduleDelivery(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.FindDeliveryByID(ctx, ws.ID, w.ID, r.ID)
+		equal(t, "redelivered", got, r)
+		foreign := r
+		foreign.WorkspaceID = newWorkspace(t, db).ID
+		wantCode(t, s.RescheduleDelivery(ctx, foreign), domain.CodeNotFound, "")
+
+		// The schema refuses a pending delivery with no next attempt.
+		bad := ds[1]
+		bad.ID = domain.NewID(domain.PrefixDelivery)
+		bad.NextAttemptAt = nil
+		if err := s.CreateDeliveries(ctx, []domain.Delivery{bad}); err == nil {
+			t.Fatal("a pending delivery without next_attempt_at was stored")
+		}
+	})
+}
+
+// Concurrent claims on PostgreSQL (FOR UPDATE SKIP LOCKED) never hand one
+// delivery to two dispatchers.
+func TestPostgresConcurrentClaims(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	ws := newWorkspace(t, db)
+	w := newWebhook(t, db, ws, base, "task.created")
+	const n = 300
+	for i := range n {
+		e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Millisecond))
+		newDeliveries(t, db, e, w)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func(owner string) {
+			defer wg.Done()
+			for {
+				now := base.Add(time.Hour)
+				got, err := db.Deliveries().ClaimDeliveries(ctx, ports.ClaimRequest{Owner: owner, Now: now, LeaseUntil: now.Add(time.Hour), Limit: 7})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, p := range got {
+					if prev, dup := seen[p.Delivery.ID]; dup {
+						errs <- fmt.Errorf("%s claimed by %s and %s", p.Delivery.ID, prev, owner)
+					}
+					seen[p.Delivery.ID] = owner
+				}
+				mu.Unlock()
+			}
+		}(fmt.Sprintf("dsp_%d", g))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != n {
+		t.Fatalf("claimed %d of %d deliveries", len(seen), n)
+	}
+}
+
+// A PostgreSQL dispatcher is notified when deliveries commit, not when they
+// roll back, and not by another schema of the same database.
+func TestPostgresWatchDeliveries(t *testing.T) {
+	db, neighbour := storetest.Postgres(t), storetest.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := db.WatchDeliveries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := newWorkspace(t, db)
+	w := newWebhook(t, db, ws, base, "task.created")
+	nws := newWorkspace(t, neighbour)
+	nw := newWebhook(t, neighbour, nws, base, "task.created")
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-c:
+			t.Fatalf("notified after %s", what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+
+	e, _ := newEvent(t, neighbour, nws, domain.EventTaskCreated, base)
+	newDeliveries(t, neighbour, e, nw)
+	quiet("a commit in another schema")
+
+	boom := errors.New("boom")
+	err = db.InTx(ctx, func(ctx context.Context) error {
+		e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated, CreatedAt: base}
+		if err := db.Events().CreateEvent(ctx, e, []byte(`{}`)); err != nil {
+			return err
+		}
+		if err := db.Deliveries().CreateDeliveries(ctx, []domain.Delivery{domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w, e)}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	quiet("a rollback")
+
+	e, _ = newEvent(t, db, ws, domain.EventTaskCreated, base)
+	newDeliveries(t, db, e, w)
+	select {
+	case <-c:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification after a commit")
+	}
+	cancel()
+	for range c {
+	}
+}
+
+func TestSQLiteWatchDeliveriesOnlyCloses(t *testing.T) {
+	db := storetest.SQLite(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := db.WatchDeliveries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, ok := <-c; ok {
+		t.Fatal("SQLite has no notifications to send")
+	}
+}
+
+// The claim and the delivery listing stay index scans however many
+// finished deliveries pile up: the claim reads the partial index of
+// pending deliveries, the listing the (webhook_id[, status], created_at, id)
+// indexes.
+func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	ws := newWorkspace(t, db)
+	w := newWebhook(t, db, ws, base, "task.created")
+	e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
+	err := db.Gorm().Exec(`
+		INSERT INTO webhook_deliveries (id, workspace_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, window_start, created_at)
+		SELECT 'whd_' || lpad(g::text, 22, '0'), ?, ?, ?, 'task.created',
+		       CASE WHEN g % 1000 = 0 THEN 'pending' ELSE 'succeeded' END, 1,
+		       CASE WHEN g % 1000 = 0 THEN TIMESTAMPTZ '2026-01-01 00:00:00+00' END,
+		       TIMESTAMPTZ '2026-01-01 00:00:00+00', TIMESTAMPTZ '2026-01-01 00:00:00+00' + g * INTERVAL '1 millisecond'
+		FROM generate_series(1, 50000) AS g`, ws.ID, w.ID, e.ID).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Gorm().Exec(`ANALYZE webhook_deliveries`).Error; err != nil {
+		t.Fatal(err)
+	}
+	plan := func(sql string, args ...any) string {
+		t.Helper()
+		var lines []string
+		if err := db.Gorm().WithContext(ctx).Raw("EXPLAIN "+sql, args...).Scan(&lines).Error; err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	now := store.Time(base.Add(time.Hour))
+	claim := plan(fmt.Sprintf(store.ClaimSQL, "", "FOR UPDATE OF d SKIP LOCKED", "id"), now, "dsp", now, now, 10)
+	if !strings.Contains(claim, "webhook_deliveries_due_idx") {
+		t.Fatalf("the claim does not use the due index:\n%s", claim)
+	}
+	list := plan(`SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND workspace_id = ? AND status = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT 21`,
+		w.ID, ws.ID, "failed", store.Time(base), "whd_")
+	if !strings.Contains(list, "webhook_deliveries_webhook_status_created_idx") || strings.Contains(list, "Sort") {
+		t.Fatalf("the filtered listing is not a keyset range scan:\n%s", list)
+	}
+}

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+type webhookRow struct {
+	ID          string `gorm:"column:id;primaryKey"`
+	WorkspaceID string `gorm:"column:workspace_id"`
+	URL         string `gorm:"column:url"`
+	Events      string `gorm:"column:events"`
+	Active      bool   `gorm:"column:active"`
+	Secret      string `gorm:"column:secret"`
+	CreatedAt   Time   `gorm:"column:created_at"`
+	UpdatedAt   Time   `gorm:"column:updated_at"`
+}
+
+func (webhookRow) TableName() string { return "webhooks" }
+
+func webhookToRow(w domain.Webhook) (webhookRow, error) {
+	evs, err := json.Marshal(w.Events)
+	if err != nil {
+		return webhookRow{}, fmt.Errorf("store: encode webhook events: %w", err)
+	}
+	return webhookRow{
+		ID: w.ID, WorkspaceID: w.WorkspaceID, URL: w.URL, Events: string(evs), Active: w.Active,
+		Secret: w.Secret, CreatedAt: Time(w.CreatedAt), UpdatedAt: Time(w.UpdatedAt),
+	}, nil
+}
+
+// webhookFromRow rebuilds a webhook; its event list passes the domain's
+// parser, so a stored list the domain would refuse is an error, not a value.
+func webhookFromRow(r webhookRow) (domain.Webhook, error) {
+	var names []string
+	if err := json.Unmarshal([]byte(r.Events), &names); err != nil {
+		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
+	}
+	evs, err := domain.ParseEventTypes("events", names)
+	if err != nil {
+		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
+	}
+	return domain.Webhook{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, URL: r.URL, Events: evs, Active: r.Active,
+		Secret: r.Secret, CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+	}, nil
+}
+
+func webhooksFromRows(rows []webhookRow) ([]domain.Webhook, error) {
+	out := make([]domain.Webhook, 0, len(rows))
+	for _, r := range rows {
+		w, err := webhookFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// WebhookStore persists webhooks.
+type WebhookStore struct{ db *DB }
+
+var _ ports.WebhookStore = (*WebhookStore)(nil)
+
+// Webhooks is the webhook repository of db.
+func (db *DB) Webhooks() *WebhookStore { return &WebhookStore{db: db} }
+
+// CreateWebhook inserts w, secret included.
+func (s *WebhookStore) CreateWebhook(ctx context.Context, w domain.Webhook) error {
+	row, err := webhookToRow(w)
+	if err != nil {
+		return err
+	}
+	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("store: create webhook: %w", err)
+	}
+	return nil
+}
+
+// FindWebhookByID returns resource_not_found when absent or in another
+// workspace.
+func (s *WebhookStore) FindWebhookByID(ctx context.Context, workspaceID, id string) (domain.Webhook, error) {
+	return s.find(ctx, workspaceID, id, false)
+}
+
+// FindWebhookByIDForUpdate also locks the row until the transaction ends
+// (PostgreSQL; SQLite transactions hold the write lock already).
+func (s *WebhookStore) FindWebhookByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Webhook, error) {
+	return s.find(ctx, workspaceID, id, true)
+}
+
+func (s *WebhookStore) find(ctx context.Context, workspaceID, id string, lock bool) (domain.Webhook, error) {
+	var row webhookRow
+	q := s.db.conn(ctx)
+	if lock && s.db.dialect == DialectPostgres {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	if err := q.Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error; err != nil {
+		return domain.Webhook{}, notFoundOr(err, "webhook", id)
+	}
+	return webhookFromRow(row)
+}
+
+// FindWebhooks lists webhooks ordered by (created_at, id) after f.After.
+func (s *WebhookStore) FindWebhooks(ctx context.Context, f ports.WebhookFilter) ([]domain.Webhook, error) {
+	var rows []webhookRow
+	q := s.db.conn(ctx).Where("workspace_id = ?", f.WorkspaceID)
+	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list webhooks: %w", err)
+	}
+	return webhooksFromRows(rows)
+}
+
+// FindSubscribedWebhooks returns the workspace's active webhooks whose
+// events include t. A workspace has few webhooks, so the event filter runs
+// here rather than in dialect-specific JSON SQL.
+func (s *WebhookStore) FindSubscribedWebhooks(ctx context.Context, workspaceID string, t domain.EventType) ([]domain.Webhook, error) {
+	var rows []webhookRow
+	if err := s.db.conn(ctx).Where("workspace_id = ? AND active", workspaceID).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: find subscribed webhooks: %w", err)
+	}
+	all, err := webhooksFromRows(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, w := range all {
+		if w.Subscribes(t) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// UpdateWebhook writes the mutable fields of w; resource_not_found when
+// absent from its workspace.
+func (s *WebhookStore) UpdateWebhook(ctx context.Context, w domain.Webhook) error {
+	row, err := webhookToRow(w)
+	if err != nil {
+		return err
+	}
+	res := s.db.conn(ctx).Model(&webhookRow{}).
+		Where("workspace_id = ? AND id = ?", w.WorkspaceID, w.ID).
+		Updates(map[string]any{
+			"url": row.URL, "events": row.Events, "active": row.Active, "secret": row.Secret, "updated_at": row.UpdatedAt,
+		})
+	if res.Error != nil {
+		return fmt.Errorf("store: update webhook: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("webhook", w.ID)
+	}
+	return nil
+}
+
+// DeleteWebhook deletes the webhook; its deliveries go with it (ON DELETE
+// CASCADE). resource_not_found when no row was deleted.
+func (s *WebhookStore) DeleteWebhook(ctx context.Context, workspaceID, id string) error {
+	res := s.db.conn(ctx).Where("workspace_id = ? AND id = ?", workspaceID, id).Delete(&webhookRow{})
+	if res.Error != nil {
+		return fmt.Errorf("store: delete webhook: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("webhook", id)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+func newWebhook(t *testing.T, db *store.DB, ws domain.Workspace, at time.Time, events ...string) domain.Webhook {
+	t.Helper()
+	w, err := domain.NewWebhook(domain.NewID(domain.PrefixWebhook), ws.ID, "https://hooks.example.com/"+ws.ID, events, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Webhooks().CreateWebhook(context.Background(), w); err != nil {
+		t.Fatalf("CreateWebhook: %v", err)
+	}
+	return w
+}
+
+// newEvent stores an event with a payload of its own.
+func newEvent(t *testing.T, db *store.DB, ws domain.Workspace, typ domain.EventType, at time.Time) (domain.Event, []byte) {
+	t.Helper()
+	e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: typ, CreatedAt: domain.Timestamp(at)}
+	payload := []byte(fmt.Sprintf(`{"id":%q,"object":"event","data":{"title":"caf\u00e9 \u003c\u003e"}}`, e.ID))
+	if err := db.Events().CreateEvent(context.Background(), e, payload); err != nil {
+		t.Fatalf("CreateEvent: %v", err)
+	}
+	return e, payload
+}
+
+func newDeliveries(t *testing.T, db *store.DB, e domain.Event, hooks ...domain.Webhook) []domain.Delivery {
+	t.Helper()
+	var ds []domain.Delivery
+	for _, w := range hooks {
+		ds = append(ds, domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w, e))
+	}
+	if err := db.Deliveries().CreateDeliveries(context.Background(), ds); err != nil {
+		t.Fatalf("CreateDeliveries: %v", err)
+	}
+	return ds
+}
+
+func webhookPosition(w domain.Webhook) domain.Position {
+	return domain.Position{CreatedAt: w.CreatedAt, ID: w.ID}
+}
+
+func deliveryPosition(d domain.Delivery) domain.Position {
+	return domain.Position{CreatedAt: d.CreatedAt, ID: d.ID}
+}
+
+func TestWebhookStore(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Webhooks()
+		ws, other := newWorkspace(t, db), newWorkspace(t, db)
+		w := newWebhook(t, db, ws, base, "task.updated", "project.created")
+
+		got, err := s.FindWebhookByID(ctx, ws.ID, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Everything round-trips: the secret, the events in their order.
+		equal(t, "webhook", got, w)
+		if got, err := s.FindWebhookByIDForUpdate(ctx, ws.ID, w.ID); err != nil || got.ID != w.ID {
+			t.Fatalf("FindWebhookByIDForUpdate: %v %v", got, err)
+		}
+		_, err = s.FindWebhookByID(ctx, other.ID, w.ID)
+		wantError(t, err, domain.CodeNotFound, "", "No such webhook: '"+w.ID+"'")
+
+		t.Run("pages", func(t *testing.T) {
+			all := []domain.Webhook{w}
+			for i := range 7 {
+				// Two share each instant: id breaks the tie.
+				all = append(all, newWebhook(t, db, ws, base.Add(time.Duration(i/2+1)*time.Second), "task.created"))
+			}
+			newWebhook(t, db, other, base, "task.created")
+			sortByPosition(all, webhookPosition)
+			got := collectPages(t, 3, webhookPosition, func(after *domain.Position, limit int) ([]domain.Webhook, error) {
+				return s.FindWebhooks(ctx, ports.WebhookFilter{WorkspaceID: ws.ID, After: after, Limit: limit})
+			})
+			equal(t, "pages", got, all)
+		})
+
+		t.Run("subscribed", func(t *testing.T) {
+			ws := newWorkspace(t, db)
+			a := newWebhook(t, db, ws, base, "task.created", "task.updated")
+			b := newWebhook(t, db, ws, base, "task.updated")
+			inactive := newWebhook(t, db, ws, base, "task.updated")
+			inactive.Active = false
+			if err := s.UpdateWebhook(ctx, inactive); err != nil {
+				t.Fatal(err)
+			}
+			newWebhook(t, db, newWorkspace(t, db), base, "task.updated")
+			got, err := s.FindSubscribedWebhooks(ctx, ws.ID, domain.EventTaskUpdated)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sortByPosition(got, webhookPosition)
+			want := []domain.Webhook{a, b}
+			sortByPosition(want, webhookPosition)
+			equal(t, "subscribed to task.updated", got, want)
+			if got, _ := s.FindSubscribedWebhooks(ctx, ws.ID, domain.EventTaskCreated); len(got) != 1 || got[0].ID != a.ID {
+				t.Fatalf("subscribed to task.created: %v", got)
+			}
+			if got, err := s.FindSubscribedWebhooks(ctx, ws.ID, domain.EventProjectUpdated); err != nil || len(got) != 0 {
+				t.Fatalf("subscribed to project.updated: %v %v", got, err)
+			}
+		})
+
+		t.Run("update", func(t *testing.T) {
+			next, changed, err := w.Apply(domain.WebhookPatch{
+				URL: domain.Set("https://other.example.com/x"), Events: domain.Set([]string{"task.deleted"}), Active: domain.Set(false),
+			}, base.Add(time.Hour))
+			if err != nil || !changed {
+				t.Fatal(err)
+			}
+			next = next.RotateSecret(base.Add(time.Hour))
+			if err := s.UpdateWebhook(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := s.FindWebhookByID(ctx, ws.ID, w.ID)
+			equal(t, "updated", got, next)
+			foreign := next
+			foreign.WorkspaceID = other.ID
+			wantCode(t, s.UpdateWebhook(ctx, foreign), domain.CodeNotFound, "")
+		})
+
+		t.Run("delete takes the deliveries along", func(t *testing.T) {
+			w := newWebhook(t, db, ws, base, "task.created")
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
+			d := newDeliveries(t, db, e, w)[0]
+			wantCode(t, s.DeleteWebhook(ctx, other.ID, w.ID), domain.CodeNotFound, "")
+			if err := s.DeleteWebhook(ctx, ws.ID, w.ID); err != nil {
+				t.Fatal(err)
+			}
+			wantCode(t, s.DeleteWebhook(ctx, ws.ID, w.ID), domain.CodeNotFound, "")
+			_, err := db.Deliveries().FindDeliveryByID(ctx, ws.ID, w.ID, d.ID)
+			wantCode(t, err, domain.CodeNotFound, "")
+		})
+	})
+}

@@ -1,0 +1,218 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// The headers of contract section 8, spelled exactly as the contract does.
+// They are set in the header map directly (not through Header.Set, which
+// would canonicalise them to X-Service-…), so they go on the wire as
+// written; HTTP header names are case-insensitive to receivers either way.
+const (
+	HeaderSignature = "X-service-Signature"
+	HeaderEventID   = "X-service-Event-Id"
+	HeaderEventType = "X-service-Event-Type"
+	HeaderAttempt   = "X-service-Delivery-Attempt"
+	UserAgent       = "Worktrack-Webhooks/1"
+)
+
+// maxResponseBytes is the most of a receiver's response body read: only
+// the status matters, and the rest is drained so the connection can be
+// reused, never buffered without bound.
+const maxResponseBytes = 64 << 10
+
+// maxErrorLen bounds the last_error text kept for an attempt.
+const maxErrorLen = 500
+
+// Sign is the X-service-Signature of body: lowercase hex HMAC-SHA256 keyed
+// with the secret string's bytes, whsec_ prefix included.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// SenderOptions configure a Sender.
+type SenderOptions struct {
+	// Timeout bounds one attempt from dialling to the response status
+	// (WORKTRACK_WEBHOOK_TIMEOUT); default 5s.
+	Timeout time.Duration
+	// AllowPrivate lets attempts connect to blocked addresses
+	// (WORKTRACK_WEBHOOK_ALLOW_PRIVATE).
+	AllowPrivate bool
+	// Now is the clock used to turn a Retry-After HTTP-date into a delay;
+	// default time.Now.
+	Now func() time.Time
+}
+
+// Sender makes delivery attempts over HTTP.
+type Sender struct {
+	client  *http.Client
+	timeout time.Duration
+	now     func() time.Time
+}
+
+var _ ports.WebhookSender = (*Sender)(nil)
+
+// errBlocked reports a dialled address refused by the SSRF rule.
+type errBlocked struct {
+	addr netip.Addr
+	why  string
+}
+
+func (e *errBlocked) Error() string {
+	return fmt.Sprintf("refused to connect to %s: it is %s", e.addr, e.why)
+}
+
+// NewSender builds a sender. Its dialler checks the address of every
+// connection it opens, after DNS resolution, so that a host that resolved
+// to a public address at registration and to a private one now (DNS
+// rebinding) is still refused. It uses no proxy (a proxy would be dialled
+// instead of the receiver, defeating that check) and follows no redirect.
+func NewSender(o SenderOptions) *Sender {
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	dialer := &net.Dialer{
+		Timeout:   o.Timeout,
+		KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			if o.AllowPrivate {
+				return nil
+			}
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return &errBlocked{why: "not an IP address"}
+			}
+			if why, bad := Blocked(ap.Addr()); bad {
+				return &errBlocked{addr: ap.Addr(), why: why}
+			}
+			return nil
+		},
+	}
+	transport := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   o.Timeout,
+		ResponseHeaderTimeout: o.Timeout,
+	}
+	return &Sender{
+		client: &http.Client{
+			Transport: transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		timeout: o.Timeout,
+		now:     o.Now,
+	}
+}
+
+// Send makes one attempt. Success is a 2xx status received within the
+// timeout; the response body is drained (bounded) and ignored.
+func (s *Sender) Send(ctx context.Context, a ports.WebhookAttempt) domain.AttemptResult {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Body))
+	if err != nil {
+		return domain.AttemptResult{Err: clip("invalid webhook URL: " + err.Error())}
+	}
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["User-Agent"] = []string{UserAgent}
+	req.Header[HeaderSignature] = []string{Sign(a.Secret, a.Body)}
+	req.Header[HeaderEventID] = []string{a.EventID}
+	req.Header[HeaderEventType] = []string{string(a.EventType)}
+	req.Header[HeaderAttempt] = []string{strconv.Itoa(a.Attempt)}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return domain.AttemptResult{Err: s.describe(err)}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+
+	res := domain.AttemptResult{StatusCode: resp.StatusCode}
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		res.Err = "The receiver answered with a redirect; redirects are not followed."
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), s.now())
+	}
+	return res
+}
+
+// retryAfter parses Retry-After as delay-seconds or an HTTP-date (RFC 9110
+// 10.2.3); 0 when absent, malformed or already past.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		// Anything beyond a year is past every retry window anyway.
+		return time.Duration(min(n, 366*24*3600)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// describe turns a transport failure into a last_error text that names the
+// cause without Go's wrapping ("Post \"…\": dial tcp …").
+func (s *Sender) describe(err error) string {
+	var blocked *errBlocked
+	switch {
+	case errors.As(err, &blocked):
+		return clip(blocked.Error())
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		return fmt.Sprintf("No response within %s.", s.timeout)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return clip(err.Error())
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// clip bounds s and keeps it valid UTF-8 (PostgreSQL text refuses
+// anything else, and a cut may fall inside a character).
+func clip(s string) string {
+	if len(s) > maxErrorLen {
+		s = s[:maxErrorLen]
+	}
+	return strings.ToValidUTF8(s, "")
+}

@@ -1,0 +1,241 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// Webhooks is the webhook use cases. Every call, reads included, is for
+// admins only (contract section 2). The signing secret leaves the core only
+// from Create and RotateSecret; every other call returns the webhook with
+// Secret empty, so that no edge can show it by mistake.
+type Webhooks struct {
+	d    Deps
+	wake *signal
+}
+
+// WebhookInput is what creating a webhook takes.
+type WebhookInput struct {
+	URL    string
+	Events []string
+}
+
+// Create registers a webhook in the caller's workspace and returns it with
+// its secret. validation_failed (param url) for a malformed URL or one whose
+// host is or resolves to a private address (unless those are allowed), and
+// (param events) for an empty or unknown event list.
+func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in WebhookInput) (domain.Webhook, error) {
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return domain.Webhook{}, err
+	}
+	if err := s.checkURL(ctx, in.URL); err != nil {
+		return domain.Webhook{}, err
+	}
+	w, err := domain.NewWebhook(s.d.IDs.NewID(domain.PrefixWebhook), a.WorkspaceID, in.URL, in.Events, s.d.Clock.Now())
+	if err != nil {
+		return domain.Webhook{}, err
+	}
+	if err := s.d.Webhooks.CreateWebhook(ctx, w); err != nil {
+		return domain.Webhook{}, err
+	}
+	return w, nil
+}
+
+// checkURL validates a URL's shape, then (a DNS lookup, so never inside a
+// transaction) the addresses its host resolves to.
+func (s *Webhooks) checkURL(ctx context.Context, raw string) error {
+	if _, err := domain.ValidateWebhookURL(raw); err != nil {
+		return err
+	}
+	if s.d.Addresses == nil {
+		// Refuse rather than skip the SSRF rule when wiring forgot it.
+		return errors.New("webhooks: no address checker configured")
+	}
+	return s.d.Addresses.CheckWebhookURL(ctx, raw)
+}
+
+// Get returns a webhook of the caller's workspace, or resource_not_found.
+func (s *Webhooks) Get(ctx context.Context, a domain.Actor, id string) (domain.Webhook, error) {
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return domain.Webhook{}, err
+	}
+	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+		return domain.Webhook{}, domain.NotFound("webhook", id)
+	}
+	w, err := s.d.Webhooks.FindWebhookByID(ctx, a.WorkspaceID, id)
+	return withoutSecret(w), err
+}
+
+// List pages through the caller's webhooks, oldest first.
+func (s *Webhooks) List(ctx context.Context, a domain.Actor, req domain.PageRequest) (domain.Page[domain.Webhook], error) {
+	var none domain.Page[domain.Webhook]
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return none, err
+	}
+	scope := WebhookListScope(a.WorkspaceID)
+	after, n, err := pageQuery(req, scope)
+	if err != nil {
+		return none, err
+	}
+	ws, err := s.d.Webhooks.FindWebhooks(ctx, ports.WebhookFilter{WorkspaceID: a.WorkspaceID, After: after, Limit: n})
+	if err != nil {
+		return none, err
+	}
+	for i := range ws {
+		ws[i] = withoutSecret(ws[i])
+	}
+	return domain.NewPage(ws, req.Limit, scope, func(w domain.Webhook) domain.Position {
+		return domain.Position{CreatedAt: w.CreatedAt, ID: w.ID}
+	}), nil
+}
+
+// Update applies a merge patch (url, events, active). A new url passes the
+// same checks as on creation. Deactivating a webhook fails its pending
+// deliveries: an inactive webhook gets nothing. A patch that changes nothing
+// writes nothing.
+func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch domain.WebhookPatch) (domain.Webhook, error) {
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return domain.Webhook{}, err
+	}
+	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+		return domain.Webhook{}, domain.NotFound("webhook", id)
+	}
+	if patch.URL.Present && !patch.URL.Null {
+		if err := s.checkURL(ctx, patch.URL.Value); err != nil {
+			return domain.Webhook{}, err
+		}
+	}
+	var out domain.Webhook
+	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		w, err := s.d.Webhooks.FindWebhookByIDForUpdate(ctx, a.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		next, changed, err := w.Apply(patch, s.d.Clock.Now())
+		if err != nil {
+			return err
+		}
+		out = next
+		if !changed {
+			return nil
+		}
+		if err := s.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
+			return err
+		}
+		if w.Active && !next.Active {
+			_, err = s.d.Deliveries.FailPendingDeliveries(ctx, a.WorkspaceID, id, "The webhook was deactivated.")
+		}
+		return err
+	})
+	return withoutSecret(out), err
+}
+
+// Delete removes a webhook and its deliveries. Attempts already in flight
+// finish; their outcome is dropped.
+func (s *Webhooks) Delete(ctx context.Context, a domain.Actor, id string) error {
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return err
+	}
+	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+		return domain.NotFound("webhook", id)
+	}
+	return s.d.Webhooks.DeleteWebhook(ctx, a.WorkspaceID, id)
+}
+
+// RotateSecret gives a webhook a fresh signing secret, returned once. The
+// next attempt of every delivery, retries included, is signed with it.
+func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string) (domain.Webhook, error) {
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return domain.Webhook{}, err
+	}
+	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+		return domain.Webhook{}, domain.NotFound("webhook", id)
+	}
+	var out domain.Webhook
+	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		w, err := s.d.Webhooks.FindWebhookByIDForUpdate(ctx, a.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		out = w.RotateSecret(s.d.Clock.Now())
+		return s.d.Webhooks.UpdateWebhook(ctx, out)
+	})
+	return out, err
+}
+
+// Deliveries pages through a webhook's deliveries, oldest first, filtered
+// by status when set. resource_not_found for an absent or foreign webhook.
+func (s *Webhooks) Deliveries(ctx context.Context, a domain.Actor, webhookID string, status *domain.DeliveryStatus, req domain.PageRequest) (domain.Page[domain.Delivery], error) {
+	var none domain.Page[domain.Delivery]
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return none, err
+	}
+	if !domain.HasPrefix(webhookID, domain.PrefixWebhook) {
+		return none, domain.NotFound("webhook", webhookID)
+	}
+	st := "*"
+	if status != nil {
+		st = string(*status)
+	}
+	scope := fmt.Sprintf("deliveries:%s:%s:status=%s", a.WorkspaceID, webhookID, st)
+	after, n, err := pageQuery(req, scope)
+	if err != nil {
+		return none, err
+	}
+	ds, err := s.d.Deliveries.FindDeliveries(ctx, ports.DeliveryFilter{
+		WorkspaceID: a.WorkspaceID, WebhookID: webhookID, Status: status, After: after, Limit: n,
+	})
+	if err != nil {
+		return none, err
+	}
+	// Deliveries are scoped by workspace and webhook: any row proves the
+	// webhook is visible, so only an empty page asks whether it exists.
+	if len(ds) == 0 {
+		if _, err := s.d.Webhooks.FindWebhookByID(ctx, a.WorkspaceID, webhookID); err != nil {
+			return none, err
+		}
+	}
+	return domain.NewPage(ds, req.Limit, scope, func(d domain.Delivery) domain.Position {
+		return domain.Position{CreatedAt: d.CreatedAt, ID: d.ID}
+	}), nil
+}
+
+// Redeliver sends a delivery again, whatever its status: back to pending,
+// due now, its retry window restarted, with the same event and body; its
+// attempts keep counting. The dispatcher is woken once it commits.
+// resource_not_found unless the delivery is one of the webhook's, in the
+// caller's workspace.
+func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, deliveryID string) (domain.Delivery, error) {
+	if err := a.Require(domain.PermAdmin); err != nil {
+		return domain.Delivery{}, err
+	}
+	if !domain.HasPrefix(webhookID, domain.PrefixWebhook) {
+		return domain.Delivery{}, domain.NotFound("webhook", webhookID)
+	}
+	if !domain.HasPrefix(deliveryID, domain.PrefixDelivery) {
+		return domain.Delivery{}, domain.NotFound("webhook delivery", deliveryID)
+	}
+	var out domain.Delivery
+	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		d, err := s.d.Deliveries.FindDeliveryByID(ctx, a.WorkspaceID, webhookID, deliveryID)
+		if err != nil {
+			return err
+		}
+		out = d.Redeliver(s.d.Clock.Now())
+		if err := s.d.Deliveries.RescheduleDelivery(ctx, out); err != nil {
+			return err
+		}
+		afterCommit(ctx, s.wake.notify)
+		return nil
+	})
+	return out, err
+}
+
+func withoutSecret(w domain.Webhook) domain.Webhook {
+	w.Secret = ""
+	return w
+}

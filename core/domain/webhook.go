@@ -1,0 +1,170 @@
+package domain
+
+import (
+	"net/url"
+	"strings"
+	"time"
+)
+
+// WebhookSecretPrefix starts every webhook signing secret.
+const WebhookSecretPrefix = "whsec_"
+
+// Webhook is a subscription of a URL to event types. Secret signs every
+// delivery; it is shown only when created or rotated.
+type Webhook struct {
+	ID          string
+	WorkspaceID string
+	URL         string
+	Events      []EventType
+	Active      bool
+	Secret      string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// NewWebhookSecret returns a fresh signing secret.
+func NewWebhookSecret() string { return WebhookSecretPrefix + RandomBase62(40) }
+
+// NewWebhook validates a webhook about to be created. Whether the URL's host
+// is a private address is checked by the caller, which can resolve names.
+func NewWebhook(id, workspaceID, rawURL string, events []string, now time.Time) (Webhook, error) {
+	u, err := ValidateWebhookURL(rawURL)
+	if err != nil {
+		return Webhook{}, err
+	}
+	evs, err := ParseEventTypes("events", events)
+	if err != nil {
+		return Webhook{}, err
+	}
+	now = Timestamp(now)
+	return Webhook{
+		ID: id, WorkspaceID: workspaceID, URL: u, Events: evs, Active: true,
+		Secret: NewWebhookSecret(), CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// ValidateWebhookURL checks the shape of a delivery URL: absolute http or
+// https, a host, at most 2048 characters, no user-info.
+func ValidateWebhookURL(raw string) (string, error) {
+	bad := func(why string) error { return Invalid("url", "url %s", why) }
+	if len(raw) > 2048 {
+		return "", bad("must be at most 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() {
+		return "", bad("must be an absolute http or https URL")
+	}
+	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+		return "", bad("must use http or https")
+	}
+	if u.User != nil {
+		return "", bad("must not contain user information")
+	}
+	if u.Hostname() == "" {
+		return "", bad("must name a host")
+	}
+	if u.Fragment != "" {
+		return "", bad("must not contain a fragment")
+	}
+	return raw, nil
+}
+
+// ParseEventTypes validates a subscription list: 1 to 5 known types,
+// duplicates collapsed (and counted after collapsing), order kept.
+func ParseEventTypes(param string, names []string) ([]EventType, error) {
+	seen := map[EventType]bool{}
+	var out []EventType
+	for _, n := range names {
+		t, err := ParseEventType(param, n)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, Invalid(param, "%s must hold at least one event type", param)
+	}
+	return out, nil
+}
+
+// Subscribes reports whether the webhook receives events of type t.
+func (w Webhook) Subscribes(t EventType) bool {
+	for _, e := range w.Events {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// WebhookPatch is a merge patch of a webhook.
+type WebhookPatch struct {
+	URL    Field[string]
+	Events Field[[]string]
+	Active Field[bool]
+}
+
+// Apply returns the webhook with patch applied and whether anything changed.
+func (w Webhook) Apply(patch WebhookPatch, now time.Time) (Webhook, bool, error) {
+	next := w
+	changed := false
+	if patch.URL.Present {
+		v, err := required("url", patch.URL)
+		if err != nil {
+			return w, false, err
+		}
+		if v, err = ValidateWebhookURL(v); err != nil {
+			return w, false, err
+		}
+		changed = changed || v != w.URL
+		next.URL = v
+	}
+	if patch.Events.Present {
+		v, err := required("events", patch.Events)
+		if err != nil {
+			return w, false, err
+		}
+		evs, err := ParseEventTypes("events", v)
+		if err != nil {
+			return w, false, err
+		}
+		changed = changed || !sameEvents(evs, w.Events)
+		next.Events = evs
+	}
+	if patch.Active.Present {
+		v, err := required("active", patch.Active)
+		if err != nil {
+			return w, false, err
+		}
+		changed = changed || v != w.Active
+		next.Active = v
+	}
+	if !changed {
+		return w, false, nil
+	}
+	next.UpdatedAt = Timestamp(now)
+	return next, true, nil
+}
+
+// RotateSecret returns the webhook with a fresh signing secret. The next
+// attempt of every delivery is signed with it.
+func (w Webhook) RotateSecret(now time.Time) Webhook {
+	w.Secret = NewWebhookSecret()
+	w.UpdatedAt = Timestamp(now)
+	return w
+}
+
+func sameEvents(a, b []EventType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,175 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// WebhookFilter selects webhooks of one workspace, a page at a time.
+type WebhookFilter struct {
+	WorkspaceID string
+	After       *domain.Position
+	Limit       int
+}
+
+// WebhookStore persists webhook subscriptions. Called by app.Webhooks (the
+// API), by the outbox (inside the transaction of a change) and by the
+// dispatcher (to deactivate a webhook that answered 410).
+type WebhookStore interface {
+	// CreateWebhook inserts w, secret included.
+	CreateWebhook(ctx context.Context, w domain.Webhook) error
+	// FindWebhookByID returns resource_not_found when absent or in another
+	// workspace.
+	FindWebhookByID(ctx context.Context, workspaceID, id string) (domain.Webhook, error)
+	// FindWebhookByIDForUpdate also locks the row until the transaction ends,
+	// so that concurrent updates (an API PATCH and a 410 from the receiver)
+	// serialise. Call it inside Transactor.InTx. resource_not_found as above.
+	FindWebhookByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Webhook, error)
+	// FindWebhooks lists webhooks ordered by (created_at, id) after f.After.
+	FindWebhooks(ctx context.Context, f WebhookFilter) ([]domain.Webhook, error)
+	// FindSubscribedWebhooks returns the workspace's active webhooks whose
+	// events include t, in no order. The outbox calls it inside the
+	// transaction of the change it records.
+	FindSubscribedWebhooks(ctx context.Context, workspaceID string, t domain.EventType) ([]domain.Webhook, error)
+	// UpdateWebhook writes the mutable fields of w (url, events, active,
+	// secret, updated_at); resource_not_found when absent.
+	UpdateWebhook(ctx context.Context, w domain.Webhook) error
+	// DeleteWebhook deletes the webhook and its deliveries;
+	// resource_not_found when no row was deleted.
+	DeleteWebhook(ctx context.Context, workspaceID, id string) error
+}
+
+// EventStore keeps the event log. Called by the outbox only.
+type EventStore interface {
+	// CreateEvent inserts e with payload, the exact bytes every delivery of
+	// the event sends (rendered once, so that every attempt and every
+	// redelivery is byte-identical). Call it inside the change's transaction.
+	CreateEvent(ctx context.Context, e domain.Event, payload []byte) error
+}
+
+// PayloadRenderer renders the webhook payload of an event: the public JSON
+// event object of contract section 8, with data and previous_attributes in
+// the same representation as the REST API. It fails only for an event whose
+// data it cannot render (a programming error).
+type PayloadRenderer interface {
+	RenderEvent(e domain.Event) ([]byte, error)
+}
+
+// DeliveryFilter selects one webhook's deliveries, a page at a time. A nil
+// Status matches every status.
+type DeliveryFilter struct {
+	WorkspaceID string
+	WebhookID   string
+	Status      *domain.DeliveryStatus
+	After       *domain.Position
+	Limit       int
+}
+
+// ClaimRequest asks for due deliveries to attempt.
+type ClaimRequest struct {
+	// Owner names the claiming dispatcher; only it may finish or release
+	// what it claimed.
+	Owner string
+	// Now decides what is due: pending, next_attempt_at <= Now, and not
+	// leased by anyone (or leased until before Now: its owner died).
+	Now time.Time
+	// LeaseUntil is when the claim lapses if the owner neither finishes nor
+	// releases it, so that a crashed process's deliveries are retried.
+	LeaseUntil time.Time
+	// Limit is the most deliveries to return.
+	Limit int
+	// SkipWebhooks are webhooks whose deliveries not to claim (those at
+	// the dispatcher's per-webhook concurrency cap).
+	SkipWebhooks []string
+}
+
+// Dispatch is a claimed delivery with what sending it needs, read when it
+// was claimed: the webhook's URL and current secret, and the event's
+// payload.
+type Dispatch struct {
+	Delivery domain.Delivery
+	URL      string
+	Secret   string
+	Payload  []byte
+}
+
+// DeliveryStore persists deliveries: one row per event owed to one webhook.
+// Written by the outbox (creation), app.Webhooks (listing, redelivery) and
+// the dispatcher (claims and attempt outcomes).
+type DeliveryStore interface {
+	// CreateDeliveries inserts ds, in the caller's transaction. Where the
+	// database can, it also wakes the dispatchers of other processes once
+	// that transaction commits.
+	CreateDeliveries(ctx context.Context, ds []domain.Delivery) error
+	// FindDeliveryByID returns resource_not_found when the delivery is absent
+	// or not one of the webhook's in the workspace.
+	FindDeliveryByID(ctx context.Context, workspaceID, webhookID, id string) (domain.Delivery, error)
+	// FindDeliveries lists a webhook's deliveries ordered by (created_at, id)
+	// after f.After, filtered by status when set.
+	FindDeliveries(ctx context.Context, f DeliveryFilter) ([]domain.Delivery, error)
+	// RescheduleDelivery writes a redelivery (status, next_attempt_at,
+	// window_start) and wakes dispatchers as CreateDeliveries does. A lease
+	// in force is left alone: an attempt in flight finishes and its outcome
+	// is written over the redelivery. resource_not_found when absent.
+	RescheduleDelivery(ctx context.Context, d domain.Delivery) error
+	// ClaimDeliveries leases up to r.Limit due deliveries of active webhooks
+	// to r.Owner, oldest due first, and returns them. Concurrent claims on
+	// one database never return the same delivery while a lease is in force
+	// (PostgreSQL: SELECT … FOR UPDATE SKIP LOCKED).
+	ClaimDeliveries(ctx context.Context, r ClaimRequest) ([]Dispatch, error)
+	// FinishDelivery writes the outcome of an attempt (status, attempts,
+	// last_attempt_at, last_status_code, last_error, next_attempt_at) and
+	// ends the lease, only while owner still holds it. It reports whether
+	// it wrote: false when the lease was lost or the delivery deleted.
+	FinishDelivery(ctx context.Context, d domain.Delivery, owner string) (bool, error)
+	// ReleaseDeliveries ends owner's leases on ids without an attempt, so
+	// that any dispatcher may claim them at once.
+	ReleaseDeliveries(ctx context.Context, owner string, ids []string) error
+	// FailPendingDeliveries fails every pending delivery of a webhook, with
+	// reason as last_error, and returns how many.
+	FailPendingDeliveries(ctx context.Context, workspaceID, webhookID, reason string) (int64, error)
+}
+
+// DeliveryWatcher tells a dispatcher about deliveries committed by other
+// processes. Called once by the dispatcher when it starts.
+type DeliveryWatcher interface {
+	// WatchDeliveries returns a channel that receives a value (coalesced)
+	// soon after another process commits new or rescheduled deliveries, and
+	// is closed when ctx ends. A database without notifications returns a
+	// channel that only closes; the dispatcher's polling covers it.
+	WatchDeliveries(ctx context.Context) (<-chan struct{}, error)
+}
+
+// WebhookAttempt is one attempt to send an event to a webhook.
+type WebhookAttempt struct {
+	URL       string
+	Secret    string
+	EventID   string
+	EventType domain.EventType
+	// Attempt is the attempt's number, 1 for the first; sent as
+	// X-service-Delivery-Attempt.
+	Attempt int
+	Body    []byte
+}
+
+// WebhookSender makes one delivery attempt over HTTP: it signs and POSTs
+// the body with the headers of contract section 8, within its timeout,
+// never following redirects and refusing to connect to a private address
+// unless allowed. Called by the dispatcher only. It returns no error: a
+// failure is an outcome (StatusCode 0 with Err); retrying is the core's
+// decision.
+type WebhookSender interface {
+	Send(ctx context.Context, a WebhookAttempt) domain.AttemptResult
+}
+
+// AddressChecker applies the SSRF rule when a URL is registered. Called by
+// app.Webhooks on create and when a PATCH changes the url.
+type AddressChecker interface {
+	// CheckWebhookURL resolves the URL's host and returns validation_failed
+	// (param url) when it does not resolve or any of its addresses is
+	// loopback, private, link-local or unspecified, unless private
+	// addresses are allowed.
+	CheckWebhookURL(ctx context.Context, rawURL string) error
+}
