@@ -14,7 +14,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build test lint lint-tool fmt-check generate check-generate bench clean
+.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check bench clean
 
 all: lint test build ## lint, test and build
 
@@ -51,7 +51,11 @@ fmt-check: ## fail, listing them, when some Go files are not gofmt-formatted
 	fi
 
 generate: ## regenerate the GraphQL layer from schema.graphql and gqlgen.yml
-	$(GO) run github.com/99designs/gqlgen generate
+	$(GO) tool gqlgen generate
+
+schema-check: ## validate schema.graphql with graphql-js (installed from npm into tools/schema-check)
+	npm ci --prefix tools/schema-check --no-audit --no-fund
+	node tools/schema-check/validate.mjs schema.graphql
 
 check-generate: ## fail when regenerating changes or adds files under graph/
 	@if [ ! -f gqlgen.yml ]; then \

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/worktrack/worktrack/graph"
 )
 
 // Config is the whole configuration; it comes from the environment only
@@ -25,6 +27,10 @@ type Config struct {
 	WebhookRetryWindow  time.Duration
 	WebhookAllowPrivate bool
 	BootstrapEmail      string
+	// GraphQLComplexity and GraphQLDepth refuse GraphQL operations
+	// that are too costly or too deeply nested, before they run.
+	GraphQLComplexity int
+	GraphQLDepth      int
 }
 
 // configError names the variable at fault in one line.
@@ -108,6 +114,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		WebhookRetryWindow:  e.duration("WORKTRACK_WEBHOOK_RETRY_WINDOW", 24*time.Hour),
 		WebhookAllowPrivate: e.boolean("WORKTRACK_WEBHOOK_ALLOW_PRIVATE", false),
 		BootstrapEmail:      e.str("WORKTRACK_BOOTSTRAP_EMAIL", "admin@example.com"),
+		GraphQLComplexity:   e.positiveInt("WORKTRACK_GRAPHQL_MAX_COMPLEXITY", graph.DefaultMaxComplexity),
+		GraphQLDepth:        e.positiveInt("WORKTRACK_GRAPHQL_MAX_DEPTH", graph.DefaultMaxDepth),
 	}
 	if e.err != nil {
 		return c, e.err

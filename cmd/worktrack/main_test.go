@@ -190,6 +190,22 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 	if code, _ := get(t, http.DefaultClient, p.base+"/readyz", ""); code != 200 {
 		t.Fatalf("readyz %d", code)
 	}
+	// GraphQL is mounted at /graphql behind the same keys.
+	req, err := http.NewRequest(http.MethodPost, p.base+"/graphql", strings.NewReader(`{"query":"{ me { email role } }"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secrets[0])
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(body) != `{"data":{"me":{"email":"admin@example.com","role":"ADMIN"}}}` {
+		t.Fatalf("graphql: %d %s", res.StatusCode, body)
+	}
 	// One JSON log line per request on stderr.
 	if !strings.Contains(p.stderr.String(), `"msg":"request"`) || !strings.Contains(p.stderr.String(), `"path":"/v1/users/me"`) {
 		t.Fatalf("no access log line:\n%s", p.stderr.String())
@@ -291,6 +307,8 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"WORKTRACK_RATE_LIMIT=-3"}, "WORKTRACK_RATE_LIMIT"},
 		{[]string{"WORKTRACK_WEBHOOK_TIMEOUT=5"}, "WORKTRACK_WEBHOOK_TIMEOUT"},
 		{[]string{"WORKTRACK_WEBHOOK_ALLOW_PRIVATE=maybe"}, "WORKTRACK_WEBHOOK_ALLOW_PRIVATE"},
+		{[]string{"WORKTRACK_GRAPHQL_MAX_COMPLEXITY=lots"}, "WORKTRACK_GRAPHQL_MAX_COMPLEXITY"},
+		{[]string{"WORKTRACK_GRAPHQL_MAX_DEPTH=0"}, "WORKTRACK_GRAPHQL_MAX_DEPTH"},
 		{[]string{"WORKTRACK_TLS_CERT=" + cert}, "WORKTRACK_TLS_KEY"},
 		{[]string{"WORKTRACK_TLS_KEY=" + key}, "WORKTRACK_TLS_CERT"},
 		{[]string{"DATABASE_URL=mysql://x"}, "DATABASE_URL"},

@@ -17,6 +17,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/rest"
 	"github.com/worktrack/worktrack/core/ports"
+	"github.com/worktrack/worktrack/graph"
 )
 
 // shutdownGrace is how long in-flight requests get to finish after SIGTERM.
@@ -93,7 +94,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		printBanner(stderr, cfg.BootstrapEmail, secret, base)
 	}
 
-	engine, _ := rest.New(a, rest.Options{
+	engine, restSrv := rest.New(a, rest.Options{
 		Logger:           log,
 		Limiter:          limiter,
 		RateLimit:        cfg.RateLimit,
@@ -101,6 +102,11 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		Ready:            db.Ping,
 		Idempotency:      db.Idempotency(),
+	})
+	graph.Mount(engine, restSrv, a, graph.Options{
+		MaxComplexity: cfg.GraphQLComplexity,
+		MaxDepth:      cfg.GraphQLDepth,
+		Logger:        log,
 	})
 	srv := &http.Server{
 		Handler:           engine,

@@ -146,6 +146,12 @@ type TaskStore interface {
 	// FindTasks lists a project's tasks ordered by (created_at, id) after
 	// f.After, filtered by status and assignee when set.
 	FindTasks(ctx context.Context, f TaskFilter) ([]domain.Task, error)
+	// FindTaskPages is FindTasks for several filters at once, in one
+	// statement, each filter keeping its own keyset position and limit: the
+	// i-th result answers fs[i]. Called by app.Tasks.ListMany (GraphQL's
+	// nested Project.tasks, batched by a dataloader); returns no domain
+	// errors, an empty result for a filter that matches nothing.
+	FindTaskPages(ctx context.Context, fs []TaskFilter) ([][]domain.Task, error)
 	// UpdateTask writes the mutable fields of t.
 	UpdateTask(ctx context.Context, t domain.Task) error
 	// DeleteTask deletes the task; resource_not_found when no row was deleted.

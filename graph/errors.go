@@ -1,0 +1,172 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/gin-gonic/gin"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// presentError is the one error presenter (gqlgen's SetErrorPresenter): every
+// error of a response, from a resolver, a loader or gqlgen itself, leaves
+// here as the contract's extensions {type, code, request_id, param}.
+//
+//   - A domain error keeps its code; its param is renamed to the GraphQL
+//     field (graphParam).
+//   - An error gqlgen raised itself (parsing, validation, variables, the
+//     depth and complexity limits, persisted queries) is the client's:
+//     validation_failed, or resource_not_found for an unknown persisted
+//     query (the message stays PersistedQueryNotFound, which clients such as
+//     Apollo's look for).
+//   - Anything else is internal_error; its detail goes to the log under the
+//     request id, never to the client (rest.PublicError).
+func presentError(ctx context.Context, err error) *gqlerror.Error {
+	out := graphql.DefaultErrorPresenter(ctx, err)
+	var public *domain.Error
+	if _, ok := domain.AsError(err); ok {
+		public = publicError(ctx, err)
+	} else if out.Err == nil {
+		public = requestError(out)
+	} else {
+		public = publicError(ctx, err)
+	}
+	if public.Code == domain.CodeValidationFailed {
+		public = withGraphParam(public, out.Path)
+	}
+	// Present a copy: the error value may be gqlgen's own (a validation
+	// error, say), which is not ours to rewrite.
+	presented := *out
+	presented.Err = nil
+	presented.Message = public.Message
+	presented.Extensions = extensions(public, requestID(ctx))
+	return &presented
+}
+
+func publicError(ctx context.Context, err error) *domain.Error {
+	if r := requestOf(ctx); r != nil && r.gin != nil {
+		return rest.PublicError(r.gin, err)
+	}
+	// Outside a request (never in practice): the same rule, on the default log.
+	if e, ok := domain.AsError(err); ok && e.Code != domain.CodeInternal {
+		return e
+	}
+	slog.Error("graphql request failed", "error", err.Error())
+	return domain.Errorf(domain.CodeInternal, "An unexpected error occurred. Quote the request id when contacting support.")
+}
+
+// apqNotFoundCode is the code gqlgen's APQ extension marks an unknown hash
+// with (its message is PersistedQueryNotFound).
+const apqNotFoundCode = "PERSISTED_QUERY_NOT_FOUND"
+
+func requestError(e *gqlerror.Error) *domain.Error {
+	if code, _ := e.Extensions["code"].(string); code == apqNotFoundCode {
+		return &domain.Error{Code: domain.CodeNotFound, Message: e.Message}
+	}
+	param := "query"
+	// Errors in variable values carry the path variable.<name>[.field…].
+	if len(e.Path) > 1 && e.Path[0] == ast.PathName("variable") {
+		param = lastName(e.Path)
+	}
+	return &domain.Error{Code: domain.CodeValidationFailed, Message: e.Message, Param: param}
+}
+
+// withGraphParam names the GraphQL field at fault: the domain's snake_case
+// param renamed, or, when the core could not know it (a DateTime that does
+// not parse), the last field of the error's path.
+func withGraphParam(e *domain.Error, path ast.Path) *domain.Error {
+	param := graphParam(e.Param)
+	if param == "" {
+		param = lastName(path)
+	}
+	msg := e.Message
+	if e.Param != "" && param != e.Param && strings.HasPrefix(msg, e.Param+" ") {
+		msg = param + msg[len(e.Param):]
+	}
+	return &domain.Error{Code: e.Code, Message: msg, Param: param}
+}
+
+// graphParams are the REST names whose GraphQL names are not their camelCase.
+var graphParams = map[string]string{
+	"limit":  "first",
+	"cursor": "after",
+}
+
+// graphParam is the GraphQL name of a domain param: the page parameters'
+// GraphQL names, else the camelCase of the snake_case field (assignee_id ->
+// assigneeId, due_at -> dueAt).
+func graphParam(p string) string {
+	if g, ok := graphParams[p]; ok {
+		return g
+	}
+	parts := strings.Split(p, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+func lastName(path ast.Path) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if n, ok := path[i].(ast.PathName); ok {
+			return string(n)
+		}
+	}
+	return ""
+}
+
+func requestID(ctx context.Context) string {
+	if r := requestOf(ctx); r != nil && r.gin != nil {
+		return rest.RequestID(r.gin)
+	}
+	return ""
+}
+
+// extensions are the contract's error fields; param only for validation.
+func extensions(e *domain.Error, requestID string) map[string]any {
+	ext := map[string]any{"type": e.Code.Type(), "code": string(e.Code), "request_id": requestID}
+	if e.Code == domain.CodeValidationFailed && e.Param != "" {
+		ext["param"] = e.Param
+	}
+	return ext
+}
+
+// recoverPanic returns the gqlgen recover function: a resolver panic becomes
+// an internal error, the stack in the log only.
+func recoverPanic(log *slog.Logger) graphql.RecoverFunc {
+	return func(ctx context.Context, p any) error {
+		log.Error("graphql panic", "request_id", requestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		return errors.New("panic in a resolver")
+	}
+}
+
+// httpError is the GraphQL-shaped body of a request refused before GraphQL
+// runs: 401 and 429 from the shared REST middleware, 405, 413, 415 and
+// invalid JSON bodies.
+type httpError struct {
+	Errors []httpErrorItem `json:"errors"`
+	Data   *struct{}       `json:"data"`
+}
+
+type httpErrorItem struct {
+	Message    string         `json:"message"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+// renderHTTPError is the rest.ErrorRenderer of the /graphql routes, so that
+// the shared authentication, rate-limit and body middleware answer in the
+// GraphQL shape, at the same HTTP status and with the same extensions.
+func renderHTTPError(c *gin.Context, status int, e *domain.Error, requestID string) {
+	c.AbortWithStatusJSON(status, httpError{Errors: []httpErrorItem{{Message: e.Message, Extensions: extensions(e, requestID)}}})
+}

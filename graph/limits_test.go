@@ -1,0 +1,111 @@
+package graph_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/graph"
+)
+
+// A query over the complexity or depth limit is refused before it runs: 422,
+// validation_failed, and not one SQL statement.
+func TestLimitsRefuseBeforeAnySQL(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		counter := storetest.CountStatements(db)
+		e := newEnv(t, db, func(o *graph.Options) { o.MaxComplexity = 2000; o.MaxDepth = 6 })
+		createProject(t, e, "LIM")
+		gql(t, e, e.Guest.Key, `{ me { id } }`, nil).ok(t) // warms the key cache
+
+		for _, c := range []struct{ name, query string }{
+			// 1 + 100 × (1 + (1 + 20 × 2)) = 4301 > 2000
+			{"complexity", `{ projects(first: 100) { nodes { tasks { nodes { id } } } } }`},
+			// depth 7 > 6
+			{"depth", `{ projects { edges { node { tasks { edges { node { assignee { id } } } } } } } }`},
+			// fragments count where they are spread
+			{"depth through fragments", `{ projects { ...P } } fragment P on ProjectConnection { edges { node { tasks { ...T } } } }
+				fragment T on TaskConnection { edges { node { assignee { id } } } }`},
+		} {
+			counter.Reset()
+			r := gql(t, e, e.Guest.Key, c.query, nil)
+			if r.Status != http.StatusUnprocessableEntity || r.Data != nil {
+				t.Fatalf("%s: want 422 without data, got %d: %s", c.name, r.Status, r.Body)
+			}
+			r.expectError(t, "validation_failed", "query")
+			if !strings.Contains(r.Errors[0].Message, "exceeds the limit") {
+				t.Fatalf("%s: message %q", c.name, r.Errors[0].Message)
+			}
+			if n := counter.N(); n != 0 {
+				t.Fatalf("%s: %d statements ran before the refusal: %v", c.name, n, counter.Statements())
+			}
+		}
+		// Under both limits: depth 6, complexity 1 + 20 × (1 + (1 + 20 × (1 + 2))) = 1241.
+		gql(t, e, e.Guest.Key, `{ projects { nodes { tasks { nodes { assignee { id } } } } } }`, nil).ok(t)
+		// An out-of-range first is the core's validation error, not a complexity one.
+		gql(t, e, e.Guest.Key, `{ projects(first: 100000) { nodes { tasks(first: 100000) { nodes { id } } } } }`, nil).
+			expectError(t, "validation_failed", "first")
+	})
+}
+
+// The defaults let the acceptance query and a typical dashboard query through.
+func TestDefaultLimits(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t))
+	gql(t, e, e.Guest.Key, nestedQuery, nil).ok(t)
+	gql(t, e, e.Guest.Key, `{ projects(first: 20) { edges { cursor node { id name key taskCount updatedAt
+		tasks(first: 50) { edges { cursor node { id title status dueAt updatedAt assignee { id name email } project { id key } } } pageInfo { hasNextPage endCursor } } } }
+		pageInfo { hasNextPage endCursor } } }`, nil).ok(t)
+	deep := `{ projects(first: 1) { nodes { tasks(first: 1) { nodes { project { tasks(first: 1) { nodes { project {
+		tasks(first: 1) { edges { node { assignee { id } } } } } } } } } } } } }`
+	r := gql(t, e, e.Guest.Key, deep, nil)
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), fmt.Sprintf("limit of %d", graph.DefaultMaxDepth)) {
+		t.Fatalf("depth 13 must be refused by default: %d %s", r.Status, r.Body)
+	}
+	wide := `{ projects(first: 100) { nodes { tasks(first: 100) { nodes { id title status } } } } }`
+	r = gql(t, e, e.Guest.Key, wide, nil)
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), fmt.Sprintf("limit of %d", graph.DefaultMaxComplexity)) {
+		t.Fatalf("100 × 100 tasks must be refused by default: %d %s", r.Status, r.Body)
+	}
+}
+
+// introspectionQuery is graphql-js's getIntrospectionQuery(), what GraphiQL
+// sends.
+const introspectionQuery = `
+query IntrospectionQuery {
+  __schema {
+    queryType { name }
+    mutationType { name }
+    subscriptionType { name }
+    types { ...FullType }
+    directives { name description locations args { ...InputValue } }
+  }
+}
+fragment FullType on __Type {
+  kind name description
+  fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
+  inputFields { ...InputValue }
+  interfaces { ...TypeRef }
+  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+  possibleTypes { ...TypeRef }
+}
+fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
+fragment TypeRef on __Type {
+  kind name
+  ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } }
+}`
+
+// The acceptance query weighs 1 + 20 × (1 + (1 + 50 × (1 + 2 + 2))) = 5041
+// (docs/graphql.md): a limit of 5041 lets it through, 5040 refuses it.
+func TestComplexityOfTheNestedQuery(t *testing.T) {
+	db := storetest.SQLite(t)
+	at := newEnv(t, db, func(o *graph.Options) { o.MaxComplexity = 5041 })
+	gql(t, at, at.Guest.Key, nestedQuery, nil).ok(t)
+	below := newEnv(t, db, func(o *graph.Options) { o.MaxComplexity = 5040 })
+	r := gql(t, below, below.Guest.Key, nestedQuery, nil)
+	r.expectError(t, "validation_failed", "query")
+	if !strings.Contains(r.Errors[0].Message, "complexity 5041") {
+		t.Fatalf("message: %s", r.Body)
+	}
+}

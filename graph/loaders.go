@@ -1,0 +1,139 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/vikstrous/dataloadgen"
+
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// loaders batch the per-item lookups of one request (vikstrous/dataloadgen):
+// the Task.assignee and Task.project of N tasks, and the Project.tasks pages
+// of N projects, each cost one statement rather than N. They are created per
+// request, for one actor, so a cached value never crosses requests, callers
+// or workspaces.
+type loaders struct {
+	users     *dataloadgen.Loader[string, domain.User]
+	projects  *dataloadgen.Loader[string, domain.Project]
+	taskPages *dataloadgen.Loader[taskPageKey, domain.Page[domain.Task]]
+}
+
+// taskPageKey is one Project.tasks call: the project and the field's
+// arguments. withAssignees says the selection reads the tasks' assignees, so
+// the page's batch also queues those users at once (see newLoaders).
+type taskPageKey struct {
+	projectID     string
+	status        domain.Status // "" matches every status
+	assigneeID    string
+	hasAssignee   bool
+	first         int
+	after         string
+	withAssignees bool
+}
+
+func newTaskPageKey(projectID string, req domain.PageRequest, status *domain.Status, assigneeID *string, withAssignees bool) taskPageKey {
+	k := taskPageKey{projectID: projectID, first: req.Limit, after: req.Cursor, withAssignees: withAssignees}
+	if status != nil {
+		k.status = *status
+	}
+	if assigneeID != nil {
+		k.assigneeID, k.hasAssignee = *assigneeID, true
+	}
+	return k
+}
+
+func (k taskPageKey) filter() app.TaskListFilter {
+	var f app.TaskListFilter
+	if k.status != "" {
+		s := k.status
+		f.Status = &s
+	}
+	if k.hasAssignee {
+		a := k.assigneeID
+		f.AssigneeID = &a
+	}
+	return f
+}
+
+func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
+	l := &loaders{}
+	opt := dataloadgen.WithWait(wait)
+	l.users = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]domain.User, []error) {
+		users, err := a.Users.GetMany(ctx, who, ids)
+		return byID(ids, users, err, "user", func(u domain.User) string { return u.ID })
+	}, opt)
+	l.projects = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]domain.Project, []error) {
+		ps, err := a.Projects.GetMany(ctx, who, ids)
+		return byID(ids, ps, err, "project", func(p domain.Project) string { return p.ID })
+	}, opt)
+	l.taskPages = dataloadgen.NewLoader(func(ctx context.Context, keys []taskPageKey) ([]domain.Page[domain.Task], []error) {
+		reqs := make([]app.TaskListRequest, len(keys))
+		for i, k := range keys {
+			reqs[i] = app.TaskListRequest{
+				ProjectID: k.projectID, Filter: k.filter(),
+				Page: domain.PageRequest{Limit: k.first, Cursor: k.after},
+			}
+		}
+		pages, errs := a.Tasks.ListMany(ctx, who, reqs)
+		// Queue the assignees of every task of the batch now, from this one
+		// goroutine, so that they land in one users batch whatever the
+		// timing of the Task.assignee resolvers, which then find them cached.
+		for i, k := range keys {
+			if !k.withAssignees {
+				continue
+			}
+			for _, t := range pages[i].Items {
+				if t.AssigneeID != nil {
+					l.users.LoadThunk(ctx, *t.AssigneeID)
+				}
+			}
+		}
+		return pages, errs
+	}, opt)
+	return l
+}
+
+// byID orders the values found for ids as the keys, and answers the ids not
+// found with resource_not_found.
+func byID[T any](ids []string, found []T, err error, kind string, id func(T) string) ([]T, []error) {
+	if err != nil {
+		return nil, []error{err}
+	}
+	index := make(map[string]T, len(found))
+	for _, v := range found {
+		index[id(v)] = v
+	}
+	out := make([]T, len(ids))
+	var errs []error
+	for i, k := range ids {
+		v, ok := index[k]
+		if !ok {
+			if errs == nil {
+				errs = make([]error, len(ids))
+			}
+			errs[i] = domain.NotFound(kind, k)
+			continue
+		}
+		out[i] = v
+	}
+	return out, errs
+}
+
+// primeProjects caches projects the request already holds, so that the
+// Task.project of their tasks costs nothing.
+func (l *loaders) primeProjects(ps ...domain.Project) {
+	for _, p := range ps {
+		l.projects.Prime(p.ID, p)
+	}
+}
+
+// forget drops every cached value. Mutations call it: what a mutation
+// changed must not be answered from the cache by a later field.
+func (l *loaders) forget() {
+	l.users.ClearAll()
+	l.projects.ClearAll()
+	l.taskPages.ClearAll()
+}

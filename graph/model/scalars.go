@@ -1,0 +1,35 @@
+// Package model holds the GraphQL-only types (inputs, connections, payloads)
+// that gqlgen generates, and the DateTime scalar. Resources themselves bind
+// to core/domain types (gqlgen.yml models).
+package model
+
+import (
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// MarshalDateTime renders an instant exactly as REST and webhook payloads
+// do: RFC 3339 in UTC, six fractional digits, a Z.
+func MarshalDateTime(t time.Time) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		_, _ = io.WriteString(w, strconv.Quote(domain.FormatTime(t)))
+	})
+}
+
+// UnmarshalDateTime reads an RFC 3339 date-time with any offset, as REST
+// reads due_at. The error leaves Param empty: the error presenter names the
+// input field from the error's path.
+func UnmarshalDateTime(v any) (time.Time, error) {
+	s, ok := v.(string)
+	if ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, domain.Invalid("", "Expected an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z.")
+}

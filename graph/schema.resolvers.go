@@ -1,0 +1,194 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph/model"
+)
+
+func (r *mutationResolver) CreateProject(ctx context.Context, input model.CreateProjectInput) (*domain.Project, error) {
+	p, err := r.App.Projects.Create(ctx, actor(ctx), app.ProjectInput{Name: input.Name, Key: input.Key})
+	if err != nil {
+		return nil, err
+	}
+	loadersOf(ctx).forget()
+	return &p, nil
+}
+
+func (r *mutationResolver) UpdateProject(ctx context.Context, id string, input model.UpdateProjectInput) (*domain.Project, error) {
+	p, err := r.App.Projects.Update(ctx, actor(ctx), id, projectPatch(input))
+	if err != nil {
+		return nil, err
+	}
+	loadersOf(ctx).forget()
+	return &p, nil
+}
+
+func (r *mutationResolver) CreateTask(ctx context.Context, projectID *string, input model.CreateTaskInput) (*domain.Task, error) {
+	in, err := taskInput(input)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.App.Tasks.Create(ctx, actor(ctx), deref(projectID), in)
+	if err != nil {
+		return nil, err
+	}
+	loadersOf(ctx).forget()
+	return &t, nil
+}
+
+func (r *mutationResolver) UpdateTask(ctx context.Context, id string, input model.UpdateTaskInput) (*domain.Task, error) {
+	t, err := r.App.Tasks.Update(ctx, actor(ctx), id, taskPatch(input))
+	if err != nil {
+		return nil, err
+	}
+	loadersOf(ctx).forget()
+	return &t, nil
+}
+
+func (r *mutationResolver) DeleteTask(ctx context.Context, id string) (*string, error) {
+	if err := r.App.Tasks.Delete(ctx, actor(ctx), id); err != nil {
+		return nil, err
+	}
+	loadersOf(ctx).forget()
+	return &id, nil
+}
+
+func (r *mutationResolver) CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookWithSecret, error) {
+	w, err := r.App.Webhooks.Create(ctx, actor(ctx), app.WebhookInput{URL: input.URL, Events: eventNames(input.Events)})
+	if err != nil {
+		return nil, err
+	}
+	return withSecret(w), nil
+}
+
+func (r *mutationResolver) UpdateWebhook(ctx context.Context, id string, input model.UpdateWebhookInput) (*domain.Webhook, error) {
+	w, err := r.App.Webhooks.Update(ctx, actor(ctx), id, webhookPatch(input))
+	if err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+func (r *mutationResolver) DeleteWebhook(ctx context.Context, id string) (*string, error) {
+	if err := r.App.Webhooks.Delete(ctx, actor(ctx), id); err != nil {
+		return nil, err
+	}
+	return &id, nil
+}
+
+func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string) (*model.WebhookWithSecret, error) {
+	w, err := r.App.Webhooks.RotateSecret(ctx, actor(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return withSecret(w), nil
+}
+
+func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error) {
+	l := loadersOf(ctx)
+	l.primeProjects(*obj)
+	key := newTaskPageKey(obj.ID, pageRequest(first, after), status, assigneeID, selectsTaskAssignee(ctx))
+	page, err := l.taskPages.Load(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return taskConnection(page, app.TaskListScope(actor(ctx).WorkspaceID, obj.ID, key.filter())), nil
+}
+
+func (r *queryResolver) Me(ctx context.Context) (*domain.User, error) {
+	u, err := r.App.Users.Me(ctx, actor(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*model.UserConnection, error) {
+	page, err := r.App.Users.List(ctx, actor(ctx), pageRequest(first, after))
+	if err != nil {
+		return nil, err
+	}
+	return userConnection(page, app.UserListScope(actor(ctx).WorkspaceID)), nil
+}
+
+func (r *queryResolver) Projects(ctx context.Context, first *int, after *string) (*model.ProjectConnection, error) {
+	page, err := r.App.Projects.List(ctx, actor(ctx), pageRequest(first, after))
+	if err != nil {
+		return nil, err
+	}
+	loadersOf(ctx).primeProjects(page.Items...)
+	return projectConnection(page, app.ProjectListScope(actor(ctx).WorkspaceID)), nil
+}
+
+func (r *queryResolver) Project(ctx context.Context, id string) (*domain.Project, error) {
+	p, err := r.App.Projects.Get(ctx, actor(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (r *queryResolver) Task(ctx context.Context, id string) (*domain.Task, error) {
+	t, err := r.App.Tasks.Get(ctx, actor(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func (r *queryResolver) Webhooks(ctx context.Context, first *int, after *string) (*model.WebhookConnection, error) {
+	page, err := r.App.Webhooks.List(ctx, actor(ctx), pageRequest(first, after))
+	if err != nil {
+		return nil, err
+	}
+	return webhookConnection(page, app.WebhookListScope(actor(ctx).WorkspaceID)), nil
+}
+
+func (r *queryResolver) Webhook(ctx context.Context, id string) (*domain.Webhook, error) {
+	w, err := r.App.Webhooks.Get(ctx, actor(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
+	return r.node(ctx, id)
+}
+
+func (r *taskResolver) Project(ctx context.Context, obj *domain.Task) (*domain.Project, error) {
+	p, err := loadersOf(ctx).projects.Load(ctx, obj.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (r *taskResolver) Assignee(ctx context.Context, obj *domain.Task) (*domain.User, error) {
+	if obj.AssigneeID == nil {
+		return nil, nil
+	}
+	u, err := loadersOf(ctx).users.Load(ctx, *obj.AssigneeID)
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
+
+func (r *Resolver) Project() ProjectResolver { return &projectResolver{r} }
+
+func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
+
+func (r *Resolver) Task() TaskResolver { return &taskResolver{r} }
+
+type (
+	mutationResolver struct{ *Resolver }
+	projectResolver  struct{ *Resolver }
+	queryResolver    struct{ *Resolver }
+	taskResolver     struct{ *Resolver }
+)
