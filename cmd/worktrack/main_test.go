@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -21,12 +20,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/worktrack/worktrack/cmd/worktrack/internal/proctest"
 )
 
 var binary string
@@ -36,9 +35,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "worktrack")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building worktrack: %v\n%s", err, out)
+	if binary, err = proctest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -46,91 +44,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// process is a worktrack child process started by a test.
-type process struct {
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
-	base   string
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var listenRe = regexp.MustCompile(`Worktrack is listening on (https?://[0-9.:]+)`)
-
 // startServe runs `worktrack serve` in dir with env and waits until it
-// listens. The process is killed at the end of the test if still running.
-func startServe(t *testing.T, dir string, env ...string) *process {
+// listens.
+func startServe(t *testing.T, dir string, env ...string) *proctest.Server {
 	t.Helper()
-	cmd := exec.Command(binary, "serve")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), append([]string{"WORKTRACK_ADDR=127.0.0.1:0", "DATABASE_URL=", "REDIS_URL="}, env...)...)
-	p := &process{cmd: cmd, stderr: &lockedBuffer{}}
-	pr, pw := io.Pipe()
-	cmd.Stderr = io.MultiWriter(p.stderr, pw)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_, _ = cmd.Process.Wait()
-		}
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sent := false
-		for sc.Scan() {
-			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil && !sent {
-				found <- m[1]
-				sent = true
-			}
-		}
-	}()
-	select {
-	case p.base = <-found:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not start:\n%s", p.stderr.String())
-	}
-	return p
+	return proctest.Serve(t, binary, dir, env...)
 }
 
-// stop sends SIGTERM and returns the exit code.
-func (p *process) stop(t *testing.T) int {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatal(err)
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("serve did not stop after SIGTERM")
-	}
-	return p.cmd.ProcessState.ExitCode()
-}
-
-var secretRe = regexp.MustCompile(`wtk_[0-9A-Za-z]{32,}`)
+var secretRe = proctest.SecretRe
 
 // runCmd runs a sub-command and returns stdout, stderr and the exit code.
 func runCmd(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
@@ -173,25 +94,25 @@ func get(t *testing.T, client *http.Client, url, key string) (int, map[string]an
 func TestFirstStartBootstrapsOnce(t *testing.T) {
 	dir := t.TempDir()
 	p := startServe(t, dir)
-	secrets := secretRe.FindAllString(p.stderr.String(), -1)
-	if len(secrets) == 0 || !strings.Contains(p.stderr.String(), "shown ONCE") {
-		t.Fatalf("no bootstrap banner:\n%s", p.stderr.String())
+	secrets := secretRe.FindAllString(p.Stderr.String(), -1)
+	if len(secrets) == 0 || !strings.Contains(p.Stderr.String(), "shown ONCE") {
+		t.Fatalf("no bootstrap banner:\n%s", p.Stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "worktrack.db")); err != nil {
 		t.Fatalf("the embedded default must create worktrack.db in the working directory: %v", err)
 	}
-	code, me := get(t, http.DefaultClient, p.base+"/v1/users/me", secrets[0])
+	code, me := get(t, http.DefaultClient, p.Base+"/v1/users/me", secrets[0])
 	if code != 200 || me["email"] != "admin@example.com" || me["role"] != "admin" {
 		t.Fatalf("bootstrap key: %d %v", code, me)
 	}
-	if code, _ := get(t, http.DefaultClient, p.base+"/healthz", ""); code != 200 {
+	if code, _ := get(t, http.DefaultClient, p.Base+"/healthz", ""); code != 200 {
 		t.Fatalf("healthz %d", code)
 	}
-	if code, _ := get(t, http.DefaultClient, p.base+"/readyz", ""); code != 200 {
+	if code, _ := get(t, http.DefaultClient, p.Base+"/readyz", ""); code != 200 {
 		t.Fatalf("readyz %d", code)
 	}
 	// GraphQL is mounted at /graphql behind the same keys.
-	req, err := http.NewRequest(http.MethodPost, p.base+"/graphql", strings.NewReader(`{"query":"{ me { email role } }"}`))
+	req, err := http.NewRequest(http.MethodPost, p.Base+"/graphql", strings.NewReader(`{"query":"{ me { email role } }"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,21 +128,21 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 		t.Fatalf("graphql: %d %s", res.StatusCode, body)
 	}
 	// One JSON log line per request on stderr.
-	if !strings.Contains(p.stderr.String(), `"msg":"request"`) || !strings.Contains(p.stderr.String(), `"path":"/v1/users/me"`) {
-		t.Fatalf("no access log line:\n%s", p.stderr.String())
+	if !strings.Contains(p.Stderr.String(), `"msg":"request"`) || !strings.Contains(p.Stderr.String(), `"path":"/v1/users/me"`) {
+		t.Fatalf("no access log line:\n%s", p.Stderr.String())
 	}
-	if c := p.stop(t); c != 0 {
-		t.Fatalf("exit code after SIGTERM: %d\n%s", c, p.stderr.String())
+	if c := p.Stop(t); c != 0 {
+		t.Fatalf("exit code after SIGTERM: %d\n%s", c, p.Stderr.String())
 	}
 
 	again := startServe(t, dir)
-	if secretRe.MatchString(again.stderr.String()) || strings.Contains(again.stderr.String(), "shown ONCE") {
-		t.Fatalf("a second start printed a key:\n%s", again.stderr.String())
+	if secretRe.MatchString(again.Stderr.String()) || strings.Contains(again.Stderr.String(), "shown ONCE") {
+		t.Fatalf("a second start printed a key:\n%s", again.Stderr.String())
 	}
-	if code, _ := get(t, http.DefaultClient, again.base+"/v1/users/me", secrets[0]); code != 200 {
+	if code, _ := get(t, http.DefaultClient, again.Base+"/v1/users/me", secrets[0]); code != 200 {
 		t.Fatalf("the bootstrap key stopped working: %d", code)
 	}
-	again.stop(t)
+	again.Stop(t)
 }
 
 // Operator commands print JSON; a key revoked by the command stops working in
@@ -270,7 +191,7 @@ func TestOperatorCommandsAndCrossProcessRevocation(t *testing.T) {
 
 	p := startServe(t, dir, env...)
 	secret := key["secret"].(string)
-	if code, _ := get(t, http.DefaultClient, p.base+"/v1/users/me", secret); code != 200 {
+	if code, _ := get(t, http.DefaultClient, p.Base+"/v1/users/me", secret); code != 200 {
 		t.Fatalf("new key refused: %d", code)
 	}
 	out, errOut, code = runCmd(t, dir, env, "key", "revoke", key["id"].(string))
@@ -279,7 +200,7 @@ func TestOperatorCommandsAndCrossProcessRevocation(t *testing.T) {
 	}
 	revoked := time.Now()
 	for {
-		code, body := get(t, http.DefaultClient, p.base+"/v1/users/me", secret)
+		code, body := get(t, http.DefaultClient, p.Base+"/v1/users/me", secret)
 		if code == 401 {
 			if e, _ := body["error"].(map[string]any); e["code"] != "invalid_api_key" {
 				t.Fatalf("revoked key: %v", body)
@@ -292,7 +213,7 @@ func TestOperatorCommandsAndCrossProcessRevocation(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("revocation reached the server after %v", time.Since(revoked).Round(100*time.Millisecond))
-	p.stop(t)
+	p.Stop(t)
 }
 
 // Bad configuration exits non-zero with one line naming the variable.
@@ -375,29 +296,29 @@ func TestServesTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeCert(t, dir)
 	p := startServe(t, dir, "WORKTRACK_TLS_CERT="+cert, "WORKTRACK_TLS_KEY="+key)
-	if !strings.HasPrefix(p.base, "https://") {
-		t.Fatalf("base %s", p.base)
+	if !strings.HasPrefix(p.Base, "https://") {
+		t.Fatalf("base %s", p.Base)
 	}
 	pool := x509.NewCertPool()
 	pemBytes, _ := os.ReadFile(cert)
 	pool.AppendCertsFromPEM(pemBytes)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	secret := secretRe.FindString(p.stderr.String())
-	if code, _ := get(t, client, p.base+"/v1/users/me", secret); code != 200 {
+	secret := secretRe.FindString(p.Stderr.String())
+	if code, _ := get(t, client, p.Base+"/v1/users/me", secret); code != 200 {
 		t.Fatalf("https: %d", code)
 	}
-	p.stop(t)
+	p.Stop(t)
 }
 
 // SIGTERM lets a request in flight finish before the process exits 0.
 func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	dir := t.TempDir()
 	p := startServe(t, dir)
-	secret := secretRe.FindString(p.stderr.String())
+	secret := secretRe.FindString(p.Stderr.String())
 	// A slow client: headers sent, body trickling, so the request is in
 	// flight when SIGTERM arrives.
 	pr, pw := io.Pipe()
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, p.base+"/v1/projects", pr)
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, p.Base+"/v1/projects", pr)
 	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("Content-Type", "application/json")
 	type result struct {
@@ -418,9 +339,7 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // let the server start reading the body
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	p.Signal(t, syscall.SIGTERM)
 	time.Sleep(300 * time.Millisecond)
 	if _, err := pw.Write([]byte(`"key":"FLIGHT"}`)); err != nil {
 		t.Fatal(err)
@@ -430,7 +349,7 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	if r.err != nil || r.code != 201 {
 		t.Fatalf("in-flight request: %d %v", r.code, r.err)
 	}
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+	if code := p.Wait(t); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, p.Stderr.String())
 	}
 }
