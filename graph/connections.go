@@ -37,9 +37,7 @@ func edges[T any](p domain.Page[T], scope string, pos func(T) domain.Position) (
 }
 
 func userConnection(p domain.Page[domain.User], scope string) *model.UserConnection {
-	cursors, info := edges(p, scope, func(u domain.User) domain.Position {
-		return domain.Position{CreatedAt: u.CreatedAt, ID: u.ID}
-	})
+	cursors, info := edges(p, scope, domain.User.Position)
 	c := &model.UserConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.UserEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.UserEdge{Cursor: cursors[i], Node: &p.Items[i]}
@@ -48,9 +46,7 @@ func userConnection(p domain.Page[domain.User], scope string) *model.UserConnect
 }
 
 func projectConnection(p domain.Page[domain.Project], scope string) *model.ProjectConnection {
-	cursors, info := edges(p, scope, func(v domain.Project) domain.Position {
-		return domain.Position{CreatedAt: v.CreatedAt, ID: v.ID}
-	})
+	cursors, info := edges(p, scope, domain.Project.Position)
 	c := &model.ProjectConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.ProjectEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.ProjectEdge{Cursor: cursors[i], Node: &p.Items[i]}
@@ -59,9 +55,7 @@ func projectConnection(p domain.Page[domain.Project], scope string) *model.Proje
 }
 
 func taskConnection(p domain.Page[domain.Task], scope string) *model.TaskConnection {
-	cursors, info := edges(p, scope, func(t domain.Task) domain.Position {
-		return domain.Position{CreatedAt: t.CreatedAt, ID: t.ID}
-	})
+	cursors, info := edges(p, scope, domain.Task.Position)
 	c := &model.TaskConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.TaskEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.TaskEdge{Cursor: cursors[i], Node: &p.Items[i]}
@@ -70,9 +64,7 @@ func taskConnection(p domain.Page[domain.Task], scope string) *model.TaskConnect
 }
 
 func webhookConnection(p domain.Page[domain.Webhook], scope string) *model.WebhookConnection {
-	cursors, info := edges(p, scope, func(w domain.Webhook) domain.Position {
-		return domain.Position{CreatedAt: w.CreatedAt, ID: w.ID}
-	})
+	cursors, info := edges(p, scope, domain.Webhook.Position)
 	c := &model.WebhookConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.WebhookEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.WebhookEdge{Cursor: cursors[i], Node: &p.Items[i]}

@@ -56,10 +56,10 @@ func TestDeliveryStoreListing(t *testing.T) {
 				}
 			}
 		}
-		sortByPosition(mine, deliveryPosition)
-		sortByPosition(failed, deliveryPosition)
+		sortByPosition(mine, domain.Delivery.Position)
+		sortByPosition(failed, domain.Delivery.Position)
 		list := func(status *domain.DeliveryStatus) []domain.Delivery {
-			return collectPages(t, 2, deliveryPosition, func(after *domain.Position, limit int) ([]domain.Delivery, error) {
+			return collectPages(t, 2, domain.Delivery.Position, func(after *domain.Position, limit int) ([]domain.Delivery, error) {
 				return s.FindDeliveries(ctx, ports.DeliveryFilter{WorkspaceID: ws.ID, WebhookID: w.ID, Status: status, After: after, Limit: limit})
 			})
 		}

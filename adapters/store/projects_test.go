@@ -53,7 +53,7 @@ func TestProjectStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sortByPosition(got, projectPosition)
+			sortByPosition(got, domain.Project.Position)
 			equal(t, "FindProjectsByIDs", got, []domain.Project{p, p2})
 			none, err := s.FindProjectsByIDs(ctx, ws.ID, []string{})
 			if err != nil || none == nil || len(none) != 0 {
@@ -91,10 +91,6 @@ func TestProjectStore(t *testing.T) {
 	})
 }
 
-func projectPosition(p domain.Project) domain.Position {
-	return domain.Position{CreatedAt: p.CreatedAt, ID: p.ID}
-}
-
 func TestFindProjectsPages(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ws, other := newWorkspace(t, db), newWorkspace(t, db)
@@ -104,9 +100,9 @@ func TestFindProjectsPages(t *testing.T) {
 			want = append(want, newProject(t, db, ws, key, at))
 			newProject(t, db, other, key, at)
 		}
-		sortByPosition(want, projectPosition)
+		sortByPosition(want, domain.Project.Position)
 		for _, size := range []int{1, 2, 3, len(want) - 1, len(want), 100} {
-			got := collectPages(t, size, projectPosition, func(after *domain.Position, limit int) ([]domain.Project, error) {
+			got := collectPages(t, size, domain.Project.Position, func(after *domain.Position, limit int) ([]domain.Project, error) {
 				return db.Projects().FindProjects(context.Background(), ports.ProjectFilter{WorkspaceID: ws.ID, After: after, Limit: limit})
 			})
 			equal(t, "projects across pages of "+itoa(size), got, want)

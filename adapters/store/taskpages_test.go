@@ -37,7 +37,7 @@ func TestFindTaskPagesIsFindTasksBatched(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		after := taskPosition(firstTwo[1])
+		after := domain.Task.Position(firstTwo[1])
 		filters := []ports.TaskFilter{
 			{WorkspaceID: ws.ID, ProjectID: p1.ID, Limit: 3},
 			{WorkspaceID: ws.ID, ProjectID: p2.ID, Limit: 100},

@@ -23,10 +23,6 @@ func newTask(t *testing.T, db *store.DB, p domain.Project, in domain.TaskInput, 
 	return task
 }
 
-func taskPosition(t domain.Task) domain.Position {
-	return domain.Position{CreatedAt: t.CreatedAt, ID: t.ID}
-}
-
 func TestTaskStoreRoundTripAndTenancy(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -110,7 +106,7 @@ func TestFindTasksFiltersAndKeyset(t *testing.T) {
 			all = append(all, newTask(t, db, p, in, at))
 		}
 		newTask(t, db, q, domain.TaskInput{Title: "other project"}, base)
-		sortByPosition(all, taskPosition)
+		sortByPosition(all, domain.Task.Position)
 
 		open, assigned := domain.StatusOpen, a.ID
 		for _, tc := range []struct {
@@ -126,7 +122,7 @@ func TestFindTasksFiltersAndKeyset(t *testing.T) {
 					}
 				}
 				for _, size := range []int{1, 4, 100} {
-					got := collectPages(t, size, taskPosition, func(after *domain.Position, limit int) ([]domain.Task, error) {
+					got := collectPages(t, size, domain.Task.Position, func(after *domain.Position, limit int) ([]domain.Task, error) {
 						return db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p.ID, Status: tc.status, AssigneeID: tc.who, After: after, Limit: limit})
 					})
 					if want == nil {

@@ -82,18 +82,14 @@ func TestFindUsersPages(t *testing.T) {
 			want = append(want, newUser(t, db, ws, "u"+itoa(i)+"@example.com", at))
 			newUser(t, db, other, "u"+itoa(i)+"@example.com", at)
 		}
-		sortByPosition(want, userPosition)
+		sortByPosition(want, domain.User.Position)
 		for _, size := range []int{1, 3, len(want), len(want) + 5} {
-			got := collectPages(t, size, userPosition, func(after *domain.Position, limit int) ([]domain.User, error) {
+			got := collectPages(t, size, domain.User.Position, func(after *domain.Position, limit int) ([]domain.User, error) {
 				return db.Users().FindUsers(context.Background(), ports.UserFilter{WorkspaceID: ws.ID, After: after, Limit: limit})
 			})
 			equal(t, "users across pages of "+itoa(size), got, want)
 		}
 	})
-}
-
-func userPosition(u domain.User) domain.Position {
-	return domain.Position{CreatedAt: u.CreatedAt, ID: u.ID}
 }
 
 // creationTimes are the created_at of a list fixture, out of order: several

@@ -47,14 +47,6 @@ func newDeliveries(t *testing.T, db *store.DB, e domain.Event, hooks ...domain.W
 	return ds
 }
 
-func webhookPosition(w domain.Webhook) domain.Position {
-	return domain.Position{CreatedAt: w.CreatedAt, ID: w.ID}
-}
-
-func deliveryPosition(d domain.Delivery) domain.Position {
-	return domain.Position{CreatedAt: d.CreatedAt, ID: d.ID}
-}
-
 func TestWebhookStore(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -81,8 +73,8 @@ func TestWebhookStore(t *testing.T) {
 				all = append(all, newWebhook(t, db, ws, base.Add(time.Duration(i/2+1)*time.Second), "task.created"))
 			}
 			newWebhook(t, db, other, base, "task.created")
-			sortByPosition(all, webhookPosition)
-			got := collectPages(t, 3, webhookPosition, func(after *domain.Position, limit int) ([]domain.Webhook, error) {
+			sortByPosition(all, domain.Webhook.Position)
+			got := collectPages(t, 3, domain.Webhook.Position, func(after *domain.Position, limit int) ([]domain.Webhook, error) {
 				return s.FindWebhooks(ctx, ports.WebhookFilter{WorkspaceID: ws.ID, After: after, Limit: limit})
 			})
 			equal(t, "pages", got, all)
@@ -102,9 +94,9 @@ func TestWebhookStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sortByPosition(got, webhookPosition)
+			sortByPosition(got, domain.Webhook.Position)
 			want := []domain.Webhook{a, b}
-			sortByPosition(want, webhookPosition)
+			sortByPosition(want, domain.Webhook.Position)
 			equal(t, "subscribed to task.updated", got, want)
 			if got, _ := s.FindSubscribedWebhooks(ctx, ws.ID, domain.EventTaskCreated); len(got) != 1 || got[0].ID != a.ID {
 				t.Fatalf("subscribed to task.created: %v", got)

@@ -69,11 +69,7 @@ func (s *Projects) List(ctx context.Context, a domain.Actor, req domain.PageRequ
 	if err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
-	return domain.NewPage(ps, req.Limit, scope, projectPosition), nil
-}
-
-func projectPosition(p domain.Project) domain.Position {
-	return domain.Position{CreatedAt: p.CreatedAt, ID: p.ID}
+	return domain.NewPage(ps, req.Limit, scope, domain.Project.Position), nil
 }
 
 // Update applies a merge patch to a project. A patch that changes nothing

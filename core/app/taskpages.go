@@ -89,11 +89,7 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 			errs[i] = domain.NotFound("project", reqs[i].ProjectID)
 			continue
 		}
-		pages[i] = domain.NewPage(found[j], reqs[i].Page.Limit, scopes[i], taskPosition)
+		pages[i] = domain.NewPage(found[j], reqs[i].Page.Limit, scopes[i], domain.Task.Position)
 	}
 	return pages, errs
-}
-
-func taskPosition(t domain.Task) domain.Position {
-	return domain.Position{CreatedAt: t.CreatedAt, ID: t.ID}
 }

@@ -111,9 +111,7 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 			return none, err
 		}
 	}
-	return domain.NewPage(tasks, req.Limit, scope, func(t domain.Task) domain.Position {
-		return domain.Position{CreatedAt: t.CreatedAt, ID: t.ID}
-	}), nil
+	return domain.NewPage(tasks, req.Limit, scope, domain.Task.Position), nil
 }
 
 // TaskListScope names a filtered task list, so that a cursor issued for one

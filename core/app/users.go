@@ -51,7 +51,5 @@ func (s *Users) List(ctx context.Context, a domain.Actor, req domain.PageRequest
 	if err != nil {
 		return domain.Page[domain.User]{}, err
 	}
-	return domain.NewPage(users, req.Limit, scope, func(u domain.User) domain.Position {
-		return domain.Position{CreatedAt: u.CreatedAt, ID: u.ID}
-	}), nil
+	return domain.NewPage(users, req.Limit, scope, domain.User.Position), nil
 }

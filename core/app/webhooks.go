@@ -88,9 +88,7 @@ func (s *Webhooks) List(ctx context.Context, a domain.Actor, req domain.PageRequ
 	for i := range ws {
 		ws[i] = withoutSecret(ws[i])
 	}
-	return domain.NewPage(ws, req.Limit, scope, func(w domain.Webhook) domain.Position {
-		return domain.Position{CreatedAt: w.CreatedAt, ID: w.ID}
-	}), nil
+	return domain.NewPage(ws, req.Limit, scope, domain.Webhook.Position), nil
 }
 
 // Update applies a merge patch (url, events, active). A new url passes the
@@ -199,9 +197,7 @@ func (s *Webhooks) Deliveries(ctx context.Context, a domain.Actor, webhookID str
 			return none, err
 		}
 	}
-	return domain.NewPage(ds, req.Limit, scope, func(d domain.Delivery) domain.Position {
-		return domain.Position{CreatedAt: d.CreatedAt, ID: d.ID}
-	}), nil
+	return domain.NewPage(ds, req.Limit, scope, domain.Delivery.Position), nil
 }
 
 // Redeliver sends a delivery again, whatever its status: back to pending,

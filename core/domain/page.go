@@ -104,3 +104,20 @@ func NewPage[T any](items []T, limit int, scope string, pos func(T) Position) Pa
 	}
 	return p
 }
+
+// Position of each listed entity: every list is ordered by (created_at, id).
+
+// Position is the user's place in a list.
+func (u User) Position() Position { return Position{CreatedAt: u.CreatedAt, ID: u.ID} }
+
+// Position is the project's place in a list.
+func (p Project) Position() Position { return Position{CreatedAt: p.CreatedAt, ID: p.ID} }
+
+// Position is the task's place in a list.
+func (t Task) Position() Position { return Position{CreatedAt: t.CreatedAt, ID: t.ID} }
+
+// Position is the webhook's place in a list.
+func (w Webhook) Position() Position { return Position{CreatedAt: w.CreatedAt, ID: w.ID} }
+
+// Position is the delivery's place in a list.
+func (d Delivery) Position() Position { return Position{CreatedAt: d.CreatedAt, ID: d.ID} }
