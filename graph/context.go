@@ -10,7 +10,8 @@ import (
 
 // request is what one HTTP request to /graphql carries into the resolvers and
 // the error presenter: the authenticated caller, the request's dataloaders,
-// and the gin context (request id, logger).
+// and the gin context, through which the edge's accessors give the request
+// id and the logger (httpedge.RequestID, httpedge.PublicError).
 type request struct {
 	actor   domain.Actor
 	loaders *loaders
@@ -28,9 +29,10 @@ func requestOf(ctx context.Context) *request {
 	return r
 }
 
-// actor is the authenticated caller. Every resolver runs behind the REST
-// authentication chain, so the request is always there; an empty actor (no
-// role) would be refused by every core service anyway.
+// actor is the authenticated caller (httpedge.Actor, taken when the request
+// entered GraphQL). Every resolver runs behind the edge's authentication
+// chain, so the request is always there; an empty actor (no role) would be
+// refused by every core service anyway.
 func actor(ctx context.Context) domain.Actor {
 	if r := requestOf(ctx); r != nil {
 		return r.actor

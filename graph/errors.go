@@ -13,7 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -29,7 +29,7 @@ import (
 //     query (the message stays PersistedQueryNotFound, which clients such as
 //     Apollo's look for).
 //   - Anything else is internal_error; its detail goes to the log under the
-//     request id, never to the client (rest.PublicError).
+//     request id, never to the client (httpedge.PublicError).
 func presentError(ctx context.Context, err error) *gqlerror.Error {
 	out := graphql.DefaultErrorPresenter(ctx, err)
 	var public *domain.Error
@@ -54,7 +54,7 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 
 func publicError(ctx context.Context, err error) *domain.Error {
 	if r := requestOf(ctx); r != nil && r.gin != nil {
-		return rest.PublicError(r.gin, err)
+		return httpedge.PublicError(r.gin, err)
 	}
 	// Outside a request (never in practice): the same rule, on the default log.
 	if e, ok := domain.AsError(err); ok && e.Code != domain.CodeInternal {
@@ -128,14 +128,14 @@ func lastName(path ast.Path) string {
 
 func requestID(ctx context.Context) string {
 	if r := requestOf(ctx); r != nil && r.gin != nil {
-		return rest.RequestID(r.gin)
+		return httpedge.RequestID(r.gin)
 	}
 	return ""
 }
 
 // extensions are the contract's error fields; param only for validation.
 func extensions(e *domain.Error, requestID string) map[string]any {
-	ext := map[string]any{"type": e.Code.Type(), "code": string(e.Code), "request_id": requestID}
+	ext := map[string]any{"type": httpedge.TypeOf(e.Code), "code": string(e.Code), "request_id": requestID}
 	if e.Code == domain.CodeValidationFailed && e.Param != "" {
 		ext["param"] = e.Param
 	}
@@ -152,8 +152,8 @@ func recoverPanic(log *slog.Logger) graphql.RecoverFunc {
 }
 
 // httpError is the GraphQL-shaped body of a request refused before GraphQL
-// runs: 401 and 429 from the shared REST middleware, 405, 413, 415 and
-// invalid JSON bodies.
+// runs: 401 and 429 from the edge's chain, 405, 413, 415 and invalid JSON
+// bodies.
 type httpError struct {
 	Errors []httpErrorItem `json:"errors"`
 	Data   *struct{}       `json:"data"`
@@ -164,8 +164,8 @@ type httpErrorItem struct {
 	Extensions map[string]any `json:"extensions"`
 }
 
-// renderHTTPError is the rest.ErrorRenderer of the /graphql routes, so that
-// the shared authentication, rate-limit and body middleware answer in the
+// renderHTTPError is the httpedge.Renderer of the /graphql routes, so that
+// the edge's authentication, rate-limit and body middleware answer in the
 // GraphQL shape, at the same HTTP status and with the same extensions.
 func renderHTTPError(c *gin.Context, status int, e *domain.Error, requestID string) {
 	c.AbortWithStatusJSON(status, httpError{Errors: []httpErrorItem{{Message: e.Message, Extensions: extensions(e, requestID)}}})

@@ -2,8 +2,6 @@ package graph
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,7 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
@@ -46,8 +44,8 @@ type Options struct {
 	APQCacheSize int
 	// LoaderWait is how long a dataloader waits to gather a batch.
 	LoaderWait time.Duration
-	// Logger receives resolver panics; errors are logged through the REST
-	// server's logger (rest.PublicError), keyed by request id.
+	// Logger receives resolver panics; errors are logged through the edge's
+	// logger (httpedge.PublicError), keyed by request id.
 	Logger *slog.Logger
 }
 
@@ -86,24 +84,19 @@ func NewServer(a *app.App, o Options) *handler.Server {
 	return srv
 }
 
-// Mount serves GraphQL on the engine built by rest.New, behind the same
-// middleware as the REST API (authentication, the failed-authentication
-// block, the per-key rate limit, body size and type), whose errors are
-// rendered in the GraphQL shape on these routes:
+// Mount serves GraphQL on the HTTP edge, behind the same chain as the REST
+// API (authentication, the failed-authentication block, the per-key rate
+// limit, body size and type), whose errors are rendered in the GraphQL shape
+// on these routes:
 //
 //	POST /graphql             queries and mutations
 //	GET  /graphql             the GraphiQL page, for requests that accept text/html
 //	                          (no key needed: the page holds no data); otherwise 405
 //	any other method          405, after authentication
-func Mount(e *gin.Engine, rs *rest.Server, a *app.App, o Options) {
+func Mount(edge *httpedge.Edge, a *app.App, o Options) {
 	o.defaults()
-	h := &httpHandler{gql: NewServer(a, o), app: a, wait: o.LoaderWait}
-	// authenticated is the shared REST chain, rendering its errors in the
-	// GraphQL shape, followed by handlers.
-	authenticated := func(handlers ...gin.HandlerFunc) []gin.HandlerFunc {
-		chain := append([]gin.HandlerFunc{rest.UseErrorRenderer(renderHTTPError)}, rs.Authenticated()...)
-		return append(chain, handlers...)
-	}
+	api := edge.API(Path, renderHTTPError)
+	h := &httpHandler{gql: NewServer(a, o), app: a, wait: o.LoaderWait, api: api}
 	graphiql := playground.Handler("Worktrack GraphQL", Path)
 	servePage := func(c *gin.Context) {
 		if acceptsHTML(c.Request) {
@@ -112,10 +105,11 @@ func Mount(e *gin.Engine, rs *rest.Server, a *app.App, o Options) {
 		}
 	}
 
-	e.POST(Path, authenticated(h.serve)...)
-	e.GET(Path, append([]gin.HandlerFunc{servePage}, authenticated(methodNotAllowed)...)...)
+	e := edge.Engine()
+	e.POST(Path, api.Chain(h.serve)...)
+	e.GET(Path, append([]gin.HandlerFunc{servePage}, api.Chain(h.methodNotAllowed)...)...)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
-		e.Handle(m, Path, authenticated(methodNotAllowed)...)
+		e.Handle(m, Path, api.Chain(h.methodNotAllowed)...)
 	}
 }
 
@@ -123,57 +117,34 @@ type httpHandler struct {
 	gql  http.Handler
 	app  *app.App
 	wait time.Duration
+	api  *httpedge.API
 }
 
 // serve runs one GraphQL request for the authenticated caller, with fresh
 // dataloaders. The body must be one JSON object: anything else is refused
 // as over REST (invalid_json, request_too_large), in the GraphQL shape.
 func (h *httpHandler) serve(c *gin.Context) {
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := httpedge.ReadBody(c)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			fail(c, domain.Errorf(domain.CodeRequestTooLarge, "The request body must be at most %d bytes.", rest.MaxBodyBytes))
-			return
-		}
-		fail(c, err)
+		h.api.Abort(c, err)
 		return
 	}
-	if !isJSONObject(body) {
-		fail(c, domain.Errorf(domain.CodeInvalidJSON,
+	if _, err := httpedge.ParseObject(body); err != nil {
+		h.api.Abort(c, domain.Errorf(httpedge.CodeInvalidJSON,
 			"The request body must be one JSON object: {\"query\": \"…\", \"variables\": {…}, \"operationName\": \"…\"}."))
 		return
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 
-	who := rest.Actor(c)
+	who := httpedge.Actor(c)
 	ctx := withRequest(c.Request.Context(), &request{actor: who, loaders: newLoaders(h.app, who, h.wait), gin: c})
 	h.gql.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 }
 
-func isJSONObject(body []byte) bool {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	var obj map[string]json.RawMessage
-	if err := dec.Decode(&obj); err != nil {
-		return false
-	}
-	return !dec.More() && dec.InputOffset() == int64(len(trimmed))
-}
-
-func methodNotAllowed(c *gin.Context) {
+func (h *httpHandler) methodNotAllowed(c *gin.Context) {
 	c.Header("Allow", "GET, POST")
-	fail(c, domain.Errorf(domain.CodeMethodNotAllowed,
+	h.api.Abort(c, domain.Errorf(httpedge.CodeMethodNotAllowed,
 		"Send GraphQL requests with POST %s; GET %s serves the GraphiQL page to browsers (Accept: text/html).", Path, Path))
-}
-
-// fail ends the request with err in the GraphQL shape.
-func fail(c *gin.Context, err error) {
-	e := rest.PublicError(c, err)
-	renderHTTPError(c, rest.StatusOf(e.Code), e, rest.RequestID(c))
 }
 
 func acceptsHTML(r *http.Request) bool {

@@ -39,7 +39,7 @@ func mount(e *resttest.Env, opts ...func(*graph.Options)) *resttest.Env {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	graph.Mount(e.Engine, e.REST, e.App, o)
+	graph.Mount(e.Edge, e.App, o)
 	return e
 }
 

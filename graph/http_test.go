@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
@@ -51,7 +51,7 @@ func TestAuthenticationErrors(t *testing.T) {
 
 func TestRateLimitOverGraphQL(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newEnvWith(t, db, []resttest.Option{func(o *rest.Options) { o.RateLimit = 2; o.RateWindow = 10 * time.Second }})
+		e := newEnvWith(t, db, []resttest.Option{func(o *httpedge.Options) { o.RateLimit = 2; o.RateWindow = 10 * time.Second }})
 		start := e.Clock.Now()
 		for i := 1; i <= 2; i++ {
 			r := gql(t, e, e.Member.Key, `{ me { id } }`, nil)
@@ -98,7 +98,7 @@ func TestRequestErrors(t *testing.T) {
 			do(body, "").expectHTTPError(t, http.StatusBadRequest, "invalid_json")
 		}
 		do(`{"query": "{ me { id } }"}`, "text/plain").expectHTTPError(t, http.StatusUnsupportedMediaType, "unsupported_media_type")
-		do(`{"query": "`+strings.Repeat(" ", rest.MaxBodyBytes)+`{ me { id } }"}`, "").expectHTTPError(t, http.StatusRequestEntityTooLarge, "request_too_large")
+		do(`{"query": "`+strings.Repeat(" ", httpedge.MaxBodyBytes)+`{ me { id } }"}`, "").expectHTTPError(t, http.StatusRequestEntityTooLarge, "request_too_large")
 		do(`{"query": "{ me { id } }"}`, "application/json; charset=utf-8").ok(t)
 
 		// Documents that do not parse or validate are refused before they run.

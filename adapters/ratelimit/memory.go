@@ -1,4 +1,4 @@
-// Package ratelimit implements ports.RateLimiter twice: Memory counts in the
+// Package ratelimit implements httpedge.RateLimiter twice: Memory counts in the
 // process (the single-node default), Redis shares the counters between
 // replicas. Both count hits in fixed windows that open at a key's first hit,
 // and both take the current time as an argument so tests can drive a clock.
@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/worktrack/worktrack/core/ports"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 )
 
 // minSweepInterval is the fewest calls between two sweeps of expired
@@ -22,9 +22,9 @@ const minSweepInterval = 1024
 // errBadWindow reports a non-positive window: a caller bug, not a limit.
 var errBadWindow = errors.New("ratelimit: window must be positive")
 
-var _ ports.RateLimiter = (*Memory)(nil)
+var _ httpedge.RateLimiter = (*Memory)(nil)
 
-// Memory is an in-process ports.RateLimiter. It is safe for concurrent use;
+// Memory is an in-process httpedge.RateLimiter. It is safe for concurrent use;
 // counters are lost when the process exits and are not shared between
 // processes (use Redis for that).
 type Memory struct {
@@ -50,9 +50,9 @@ func NewMemory() *Memory {
 
 // Take counts one hit on key at now. A window opens at a key's first hit and
 // lasts window; a hit at or after its end opens a new one.
-func (m *Memory) Take(_ context.Context, key string, limit int, window time.Duration, now time.Time) (ports.RateDecision, error) {
+func (m *Memory) Take(_ context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
 	if window <= 0 {
-		return ports.RateDecision{}, errBadWindow
+		return httpedge.RateDecision{}, errBadWindow
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -69,9 +69,9 @@ func (m *Memory) Take(_ context.Context, key string, limit int, window time.Dura
 
 // Peek reports key's window at now without counting a hit. A key without an
 // open window reports a fresh one ending at now+window.
-func (m *Memory) Peek(_ context.Context, key string, limit int, window time.Duration, now time.Time) (ports.RateDecision, error) {
+func (m *Memory) Peek(_ context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
 	if window <= 0 {
-		return ports.RateDecision{}, errBadWindow
+		return httpedge.RateDecision{}, errBadWindow
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -102,8 +102,8 @@ func (m *Memory) maybeSweep(now time.Time) {
 }
 
 // decision builds the port's answer for a window holding count hits.
-func decision(allowed bool, limit, count int, reset time.Time) ports.RateDecision {
-	return ports.RateDecision{
+func decision(allowed bool, limit, count int, reset time.Time) httpedge.RateDecision {
+	return httpedge.RateDecision{
 		Allowed:   allowed,
 		Limit:     limit,
 		Remaining: max(0, limit-count),

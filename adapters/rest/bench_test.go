@@ -2,7 +2,7 @@ package rest_test
 
 import (
 	"fmt"
-	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,7 +40,7 @@ func BenchmarkGetProject(b *testing.B) {
 	b.ReportMetric(float64(counter.N())/float64(b.N), "sql/op")
 }
 
-func resttestHighLimit(o *rest.Options) { o.RateLimit = 1 << 30 }
+func resttestHighLimit(o *httpedge.Options) { o.RateLimit = 1 << 30 }
 
 // TestGetProjectIssuesOneStatement pins the hot path: once the key is cached
 // an authenticated read of a project is exactly one SQL statement.

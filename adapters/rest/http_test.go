@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
@@ -86,7 +86,7 @@ func TestRequestIDsAreUnique(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db, func(o *rest.Options) { o.RateLimit = 3; o.RateWindow = 10 * time.Second })
+		e := resttest.New(t, db, func(o *httpedge.Options) { o.RateLimit = 3; o.RateWindow = 10 * time.Second })
 		start := e.Clock.Now()
 		for i := 1; i <= 3; i++ {
 			res := e.Get("/v1/users/me", e.Member.Key)

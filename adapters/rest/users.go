@@ -8,25 +8,24 @@ import (
 	"github.com/worktrack/worktrack/adapters/wire"
 )
 
-func (s *Server) me(c *gin.Context) {
+func (s *Server) me(c *gin.Context) error {
 	u, err := s.app.Users.Me(c.Request.Context(), Actor(c))
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, wire.FromUser(u))
+	return nil
 }
 
-func (s *Server) listUsers(c *gin.Context) {
+func (s *Server) listUsers(c *gin.Context) error {
 	req, err := pageRequest(c)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	page, err := s.app.Users.List(c.Request.Context(), Actor(c), req)
 	if err != nil {
-		abort(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromUser))
+	return nil
 }

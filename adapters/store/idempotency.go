@@ -7,7 +7,7 @@ import (
 
 	"gorm.io/gorm/clause"
 
-	"github.com/worktrack/worktrack/core/ports"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 )
 
 type idempotencyRow struct {
@@ -24,17 +24,17 @@ type idempotencyRow struct {
 
 func (idempotencyRow) TableName() string { return "idempotency_keys" }
 
-// IdempotencyStore keeps the idempotency keys of REST POSTs.
+// IdempotencyStore keeps the idempotency keys of REST POSTs for the edge.
 type IdempotencyStore struct{ db *DB }
 
-var _ ports.IdempotencyStore = (*IdempotencyStore)(nil)
+var _ httpedge.IdempotencyStore = (*IdempotencyStore)(nil)
 
 // Idempotency is the idempotency-key repository of db.
 func (db *DB) Idempotency() *IdempotencyStore { return &IdempotencyStore{db: db} }
 
 // BeginIdempotent claims the key with an INSERT … ON CONFLICT DO NOTHING, so
 // that of two concurrent first requests exactly one runs.
-func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r ports.IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*ports.IdempotencyRecord, error) {
+func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r httpedge.IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*httpedge.IdempotencyRecord, error) {
 	row := idempotencyRow{
 		APIKeyID: r.APIKeyID, IdempotencyKey: r.Key, Method: r.Method, Path: r.Path,
 		BodyHash: r.BodyHash, CreatedAt: Time(r.CreatedAt),
@@ -62,7 +62,7 @@ func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r ports.Idempote
 			}
 			continue
 		}
-		out := &ports.IdempotencyRecord{
+		out := &httpedge.IdempotencyRecord{
 			APIKeyID: held.APIKeyID, Key: held.IdempotencyKey, Method: held.Method, Path: held.Path,
 			BodyHash: held.BodyHash, Done: held.Done, Body: held.ResponseBody, CreatedAt: created,
 		}

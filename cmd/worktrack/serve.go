@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/rest"
-	"github.com/worktrack/worktrack/core/ports"
 	"github.com/worktrack/worktrack/graph"
 )
 
@@ -62,7 +62,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		log.Info("migrations applied", "versions", applied)
 	}
 
-	var limiter ports.RateLimiter = ratelimit.NewMemory()
+	var limiter httpedge.RateLimiter = ratelimit.NewMemory()
 	if cfg.RedisURL != "" {
 		client, err := ratelimit.OpenRedis(cfg.RedisURL)
 		if err != nil {
@@ -94,22 +94,23 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		printBanner(stderr, cfg.BootstrapEmail, secret, base)
 	}
 
-	engine, restSrv := rest.New(a, rest.Options{
+	// One HTTP edge, and the two APIs side by side on it.
+	edge := httpedge.New(a.Auth, httpedge.Options{
 		Logger:           log,
 		Limiter:          limiter,
 		RateLimit:        cfg.RateLimit,
 		RateWindow:       cfg.RateWindow,
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		Ready:            db.Ping,
-		Idempotency:      db.Idempotency(),
 	})
-	graph.Mount(engine, restSrv, a, graph.Options{
+	rest.Mount(edge, a, rest.Options{Idempotency: db.Idempotency()})
+	graph.Mount(edge, a, graph.Options{
 		MaxComplexity: cfg.GraphQLComplexity,
 		MaxDepth:      cfg.GraphQLDepth,
 		Logger:        log,
 	})
 	srv := &http.Server{
-		Handler:           engine,
+		Handler:           edge,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -170,11 +171,11 @@ func redactURL(u string) string {
 // purgeIdempotencyKeys deletes idempotency records past their 24-hour window,
 // hourly, until ctx ends. Expired records are already ignored when read; this
 // only keeps the table small.
-func purgeIdempotencyKeys(ctx context.Context, s ports.IdempotencyStore, log *slog.Logger) {
+func purgeIdempotencyKeys(ctx context.Context, s httpedge.IdempotencyStore, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := s.PurgeIdempotent(ctx, time.Now().Add(-rest.IdempotencyWindow)); err != nil {
+		if n, err := s.PurgeIdempotent(ctx, time.Now().Add(-httpedge.IdempotencyWindow)); err != nil {
 			if ctx.Err() == nil {
 				log.Warn("purging idempotency keys", "error", err.Error())
 			}

@@ -10,48 +10,19 @@ import (
 // status exactly once.
 type Code string
 
-// The error codes of the contract. Edges must not invent others.
+// The error codes the core reports. The edges add their own transport codes
+// (routing, request bodies, rate limits, idempotency) beside these.
 const (
 	CodeMissingAPIKey           Code = "missing_api_key"
 	CodeInvalidAPIKey           Code = "invalid_api_key"
 	CodePermissionDenied        Code = "permission_denied"
-	CodeInvalidJSON             Code = "invalid_json"
-	CodeUnsupportedMediaType    Code = "unsupported_media_type"
 	CodeValidationFailed        Code = "validation_failed"
 	CodeNotFound                Code = "resource_not_found"
-	CodeRouteNotFound           Code = "route_not_found"
-	CodeMethodNotAllowed        Code = "method_not_allowed"
 	CodeAlreadyExists           Code = "resource_already_exists"
 	CodeInvalidStatusTransition Code = "invalid_status_transition"
-	CodeRequestTooLarge         Code = "request_too_large"
-	CodeIdempotencyKeyReused    Code = "idempotency_key_reused"
-	CodeIdempotencyKeyInUse     Code = "idempotency_key_in_use"
-	CodeTooManyRequests         Code = "too_many_requests"
 	CodeInternal                Code = "internal_error"
 	CodeUnavailable             Code = "service_unavailable"
 )
-
-// Error types: the broad categories of the spec's error object.
-const (
-	TypeAuthentication = "authentication_error"
-	TypeInvalidRequest = "invalid_request_error"
-	TypeRateLimit      = "rate_limit_error"
-	TypeAPI            = "api_error"
-)
-
-// Type is the spec's error.type for a code.
-func (c Code) Type() string {
-	switch c {
-	case CodeMissingAPIKey, CodeInvalidAPIKey:
-		return TypeAuthentication
-	case CodeTooManyRequests:
-		return TypeRateLimit
-	case CodeInternal, CodeUnavailable:
-		return TypeAPI
-	default:
-		return TypeInvalidRequest
-	}
-}
 
 // Error is the one error type of the core. Param names the request field or
 // query parameter at fault, for validation errors.

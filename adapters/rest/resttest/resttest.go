@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/rest"
 	"github.com/worktrack/worktrack/adapters/store"
@@ -73,11 +74,13 @@ type Member struct {
 
 // Env is a server over a database with fixtures.
 type Env struct {
-	T         testing.TB
-	DB        *store.DB
-	App       *app.App
-	Engine    *gin.Engine
-	REST      *rest.Server
+	T      testing.TB
+	DB     *store.DB
+	App    *app.App
+	Engine *gin.Engine
+	// Edge is the HTTP edge the REST API is mounted on; other APIs (GraphQL)
+	// mount beside it.
+	Edge      *httpedge.Edge
 	Clock     *Clock
 	Workspace domain.Workspace
 	Admin     Member
@@ -89,8 +92,8 @@ type Env struct {
 	Logs           *bytes.Buffer
 }
 
-// Option adjusts the server before it is built.
-type Option func(*rest.Options)
+// Option adjusts the HTTP edge before it is built.
+type Option func(*httpedge.Options)
 
 // Settings adjust the core services of an environment.
 type Settings struct {
@@ -116,18 +119,18 @@ func NewWith(t testing.TB, db *store.DB, set Settings, opts ...Option) *Env {
 		Addresses: webhook.AddressChecker{AllowPrivate: set.AllowPrivateWebhooks},
 	}, app.AuthOptions{})
 	logs := &bytes.Buffer{}
-	o := rest.Options{
-		Logger:      slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, nil)),
-		Clock:       clock,
-		Limiter:     ratelimit.NewMemory(),
-		Ready:       db.Ping,
-		Idempotency: db.Idempotency(),
+	o := httpedge.Options{
+		Logger:  slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, nil)),
+		Clock:   clock,
+		Limiter: ratelimit.NewMemory(),
+		Ready:   db.Ping,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	engine, srv := rest.New(a, o)
-	e := &Env{T: t, DB: db, App: a, Engine: engine, REST: srv, Clock: clock, Logs: logs}
+	edge := httpedge.New(a.Auth, o)
+	rest.Mount(edge, a, rest.Options{Idempotency: db.Idempotency()})
+	e := &Env{T: t, DB: db, App: a, Engine: edge.Engine(), Edge: edge, Clock: clock, Logs: logs}
 	ctx := context.Background()
 	e.Workspace = e.workspace(ctx, "Acme")
 	e.Admin = e.NewMember(e.Workspace.ID, "ada@acme.test", domain.RoleAdmin)
@@ -259,7 +262,7 @@ func (r *Response) ExpectError(t testing.TB, status int, code, param string) {
 	if r.Status != status || r.ErrorField("code") != code || r.ErrorField("param") != param {
 		t.Fatalf("want %d %s param=%q, got %d %s", status, code, param, r.Status, r.Body)
 	}
-	if wantType := domain.Code(code).Type(); r.ErrorField("type") != wantType {
+	if wantType := httpedge.TypeOf(domain.Code(code)); r.ErrorField("type") != wantType {
 		t.Fatalf("want error.type %s, got %s", wantType, r.Body)
 	}
 	if id := r.ErrorField("request_id"); id == "" || id != r.Header.Get("X-Request-Id") || !strings.HasPrefix(id, "req_") {

@@ -1,7 +1,6 @@
-package rest
+package httpedge
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"mime"
@@ -28,14 +27,15 @@ const (
 // RequestID returns the id of the request, "req_…".
 func RequestID(c *gin.Context) string { return c.GetString(requestIDKey) }
 
-// Actor returns the authenticated caller; only valid behind Authenticated.
+// Actor returns the authenticated caller; only valid behind an API's chain
+// (API.Chain).
 func Actor(c *gin.Context) domain.Actor {
 	a, _ := c.Get(actorKey)
 	actor, _ := a.(domain.Actor)
 	return actor
 }
 
-func (s *Server) requestID(c *gin.Context) {
+func (s *Edge) requestID(c *gin.Context) {
 	id := domain.NewID(domain.PrefixRequest)
 	c.Set(requestIDKey, id)
 	c.Set(loggerKey, s.opts.Logger)
@@ -44,7 +44,7 @@ func (s *Server) requestID(c *gin.Context) {
 }
 
 // accessLog writes one JSON line per request.
-func (s *Server) accessLog(c *gin.Context) {
+func (s *Edge) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
 	attrs := []any{
@@ -62,18 +62,21 @@ func (s *Server) accessLog(c *gin.Context) {
 	s.opts.Logger.Info("request", attrs...)
 }
 
-// recover turns a panic into a 500 with the stack only in the log.
-func (s *Server) recover(c *gin.Context) {
-	defer func() {
-		if r := recover(); r != nil {
-			if r == http.ErrAbortHandler { //nolint:errorlint // net/http documents this sentinel for re-panicking; it is never wrapped
-				panic(r)
+// recoverWith turns a panic into a 500 rendered by render, with the stack
+// only in the log.
+func recoverWith(render Renderer) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler { //nolint:errorlint // net/http documents this sentinel for re-panicking; it is never wrapped
+					panic(r)
+				}
+				Logger(c).Error("panic", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				render.Abort(c, domain.Errorf(domain.CodeInternal, internalMessage))
 			}
-			logger(c).Error("panic", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			abort(c, domain.Errorf(domain.CodeInternal, "An unexpected error occurred. Quote the request id when contacting support."))
-		}
-	}()
-	c.Next()
+		}()
+		c.Next()
+	}
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header. The
@@ -88,26 +91,26 @@ func bearer(h string) string {
 
 // authenticate refuses addresses that failed authentication too often, then
 // resolves the key. Every 401 counts as a failure of the client's address.
-func (s *Server) authenticate(c *gin.Context) {
+func (s *Edge) authenticate(c *gin.Context, render Renderer) {
 	addr := "authfail:" + c.ClientIP()
 	now := s.opts.Clock.Now()
 	d, err := s.opts.Limiter.Peek(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
 	if err != nil {
 		// A limiter outage must not take the API down with it: fail open.
-		logger(c).Warn("auth failure limiter unavailable", "error", err.Error())
+		Logger(c).Warn("auth failure limiter unavailable", "error", err.Error())
 	} else if !d.Allowed {
 		setRetryAfter(c, d.Reset, now)
-		abort(c, domain.Errorf(domain.CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header."))
+		render.Abort(c, domain.Errorf(CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header."))
 		return
 	}
-	actor, err := s.app.Auth.Authenticate(c.Request.Context(), bearer(c.GetHeader("Authorization")))
+	actor, err := s.auth.Authenticate(c.Request.Context(), bearer(c.GetHeader("Authorization")))
 	if err != nil {
 		if code := domain.ErrorCode(err); code == domain.CodeMissingAPIKey || code == domain.CodeInvalidAPIKey {
 			if _, lerr := s.opts.Limiter.Take(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
-				logger(c).Warn("auth failure limiter unavailable", "error", lerr.Error())
+				Logger(c).Warn("auth failure limiter unavailable", "error", lerr.Error())
 			}
 		}
-		abort(c, err)
+		render.Abort(c, err)
 		return
 	}
 	c.Set(actorKey, actor)
@@ -116,12 +119,12 @@ func (s *Server) authenticate(c *gin.Context) {
 
 // rateLimit counts the request against its key's window and reports the
 // window in both the X-RateLimit-* and the IETF draft headers.
-func (s *Server) rateLimit(c *gin.Context) {
+func (s *Edge) rateLimit(c *gin.Context, render Renderer) {
 	actor := Actor(c)
 	now := s.opts.Clock.Now()
 	d, err := s.opts.Limiter.Take(c.Request.Context(), "key:"+actor.KeyID, s.opts.RateLimit, s.opts.RateWindow, now)
 	if err != nil {
-		logger(c).Warn("rate limiter unavailable", "error", err.Error())
+		Logger(c).Warn("rate limiter unavailable", "error", err.Error())
 		c.Next()
 		return
 	}
@@ -135,7 +138,7 @@ func (s *Server) rateLimit(c *gin.Context) {
 	h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, d.Remaining, toReset))
 	if !d.Allowed {
 		setRetryAfter(c, d.Reset, now)
-		abort(c, domain.Errorf(domain.CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header."))
+		render.Abort(c, domain.Errorf(CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header."))
 		return
 	}
 	c.Next()
@@ -156,17 +159,17 @@ func setRetryAfter(c *gin.Context, reset, now time.Time) {
 
 // body enforces the size limit and the JSON media type on requests that carry
 // a body.
-func (s *Server) body(c *gin.Context) {
+func body(c *gin.Context, render Renderer) {
 	r := c.Request
 	if r.ContentLength > MaxBodyBytes {
-		abort(c, domain.Errorf(domain.CodeRequestTooLarge, "The request body must be at most %d bytes.", MaxBodyBytes))
+		render.Abort(c, errTooLarge())
 		return
 	}
 	hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
 	if hasBody {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			abort(c, domain.Errorf(domain.CodeUnsupportedMediaType, "Request bodies must be sent with Content-Type: application/json."))
+			render.Abort(c, domain.Errorf(CodeUnsupportedMediaType, "Request bodies must be sent with Content-Type: application/json."))
 			return
 		}
 	}
@@ -174,10 +177,4 @@ func (s *Server) body(c *gin.Context) {
 		r.Body = http.MaxBytesReader(c.Writer, r.Body, MaxBodyBytes)
 	}
 	c.Next()
-}
-
-// tooLarge reports whether err came from reading past MaxBodyBytes.
-func tooLarge(err error) bool {
-	var mbe *http.MaxBytesError
-	return errors.As(err, &mbe)
 }

@@ -1,0 +1,167 @@
+package httpedge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// errTooLarge is the answer to a body past MaxBodyBytes.
+func errTooLarge() *domain.Error {
+	return domain.Errorf(CodeRequestTooLarge, "The request body must be at most %d bytes.", MaxBodyBytes)
+}
+
+// ReadBody reads the whole request body. Behind an API's chain the body is
+// limited to MaxBodyBytes: reading past it is request_too_large.
+func ReadBody(c *gin.Context) ([]byte, error) {
+	raw, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errTooLarge()
+		}
+		return nil, err
+	}
+	return raw, nil
+}
+
+// Object is a decoded JSON object body, field by field, so that absent, null
+// and present values can be told apart (merge patch) and each field's type
+// checked with its own name as param.
+type Object map[string]json.RawMessage
+
+// ParseObject decodes raw as exactly one JSON object. Not JSON, or JSON that
+// is not an object (null and arrays included), is invalid_json.
+func ParseObject(raw []byte) (Object, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, domain.Errorf(CodeInvalidJSON, "The request body must be a JSON object.")
+	}
+	var obj Object
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(&obj); err != nil {
+		return nil, domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: %s.", jsonProblem(err))
+	}
+	if dec.More() || dec.InputOffset() != int64(len(trimmed)) {
+		return nil, domain.Errorf(CodeInvalidJSON, "The request body must hold exactly one JSON object.")
+	}
+	return obj, nil
+}
+
+// ReadObject reads the body as one JSON object with only the allowed fields
+// (ReadBody, then ParseObject); an unknown field is validation_failed with
+// that field as param.
+func ReadObject(c *gin.Context, allowed ...string) (Object, error) {
+	raw, err := ReadBody(c)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := ParseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for k := range obj {
+		if !contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, domain.Invalid(unknown[0], "Unknown field '%s'. Allowed fields: %s.", unknown[0], strings.Join(allowed, ", "))
+	}
+	return obj, nil
+}
+
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return se.Error() + " at offset " + strconv.FormatInt(se.Offset, 10)
+	}
+	return "unexpected end of input"
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// Has reports whether the body holds the field, null included.
+func (o Object) Has(name string) bool {
+	_, ok := o[name]
+	return ok
+}
+
+// Field reads an optional field of type T as a merge-patch field: absent,
+// null, or set. A value that is not a T is validation_failed with the field
+// as param, and a message saying the field must be want ("a string").
+func Field[T any](o Object, name, want string) (domain.Field[T], error) {
+	raw, ok := o[name]
+	if !ok {
+		return domain.Field[T]{}, nil
+	}
+	if isNull(raw) {
+		return domain.Null[T](), nil
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return domain.Field[T]{}, domain.Invalid(name, "%s must be %s", name, want)
+	}
+	return domain.Set(v), nil
+}
+
+// Str reads an optional string field.
+func (o Object) Str(name string) (domain.Field[string], error) {
+	return Field[string](o, name, "a string")
+}
+
+// Bool reads an optional boolean field.
+func (o Object) Bool(name string) (domain.Field[bool], error) {
+	return Field[bool](o, name, "a boolean")
+}
+
+// Strings reads an optional array-of-strings field.
+func (o Object) Strings(name string) (domain.Field[[]string], error) {
+	return Field[[]string](o, name, "an array of strings")
+}
+
+// RequiredStr reads a string field that must be present and not null.
+func (o Object) RequiredStr(name string) (string, error) {
+	f, err := o.Str(name)
+	if err != nil {
+		return "", err
+	}
+	if !f.Present || f.Null {
+		return "", domain.Invalid(name, "%s is required", name)
+	}
+	return f.Value, nil
+}
+
+// Time reads an optional RFC 3339 date-time field.
+func (o Object) Time(name string) (domain.Field[time.Time], error) {
+	s, err := o.Str(name)
+	if err != nil || !s.Present || s.Null {
+		return domain.Field[time.Time]{Present: s.Present, Null: s.Null}, err
+	}
+	t, perr := time.Parse(time.RFC3339Nano, s.Value)
+	if perr != nil {
+		return domain.Field[time.Time]{}, domain.Invalid(name, "%s must be an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z", name)
+	}
+	return domain.Set(t), nil
+}

@@ -1,0 +1,127 @@
+package httpedge
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/adapters/wire"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// The transport's own error codes (contract section 4): failures of routing,
+// of the request's envelope (body, media type, size), of the edge's
+// idempotency and rate limits. The core never reports them; they are
+// domain.Code values so that one error type carries every failure.
+const (
+	CodeRouteNotFound        domain.Code = "route_not_found"
+	CodeMethodNotAllowed     domain.Code = "method_not_allowed"
+	CodeUnsupportedMediaType domain.Code = "unsupported_media_type"
+	CodeRequestTooLarge      domain.Code = "request_too_large"
+	CodeInvalidJSON          domain.Code = "invalid_json"
+	CodeIdempotencyKeyReused domain.Code = "idempotency_key_reused"
+	CodeIdempotencyKeyInUse  domain.Code = "idempotency_key_in_use"
+	CodeTooManyRequests      domain.Code = "too_many_requests"
+)
+
+// Error types: the broad categories of the spec's error object (error.type,
+// and the type extension of GraphQL errors).
+const (
+	TypeAuthentication = "authentication_error"
+	TypeInvalidRequest = "invalid_request_error"
+	TypeRateLimit      = "rate_limit_error"
+	TypeAPI            = "api_error"
+)
+
+// TypeOf is the spec's error.type of a code.
+func TypeOf(c domain.Code) string {
+	switch c {
+	case domain.CodeMissingAPIKey, domain.CodeInvalidAPIKey:
+		return TypeAuthentication
+	case CodeTooManyRequests:
+		return TypeRateLimit
+	case domain.CodeInternal, domain.CodeUnavailable:
+		return TypeAPI
+	default:
+		return TypeInvalidRequest
+	}
+}
+
+// statusOf is the one map from error code to HTTP status (contract section 4).
+var statusOf = map[domain.Code]int{
+	domain.CodeMissingAPIKey:           http.StatusUnauthorized,
+	domain.CodeInvalidAPIKey:           http.StatusUnauthorized,
+	domain.CodePermissionDenied:        http.StatusForbidden,
+	CodeInvalidJSON:                    http.StatusBadRequest,
+	CodeUnsupportedMediaType:           http.StatusUnsupportedMediaType,
+	domain.CodeValidationFailed:        http.StatusBadRequest,
+	domain.CodeNotFound:                http.StatusNotFound,
+	CodeRouteNotFound:                  http.StatusNotFound,
+	CodeMethodNotAllowed:               http.StatusMethodNotAllowed,
+	domain.CodeAlreadyExists:           http.StatusConflict,
+	domain.CodeInvalidStatusTransition: http.StatusConflict,
+	CodeRequestTooLarge:                http.StatusRequestEntityTooLarge,
+	CodeIdempotencyKeyReused:           http.StatusConflict,
+	CodeIdempotencyKeyInUse:            http.StatusConflict,
+	CodeTooManyRequests:                http.StatusTooManyRequests,
+	domain.CodeInternal:                http.StatusInternalServerError,
+	domain.CodeUnavailable:             http.StatusServiceUnavailable,
+}
+
+// StatusOf returns the HTTP status of an error code.
+func StatusOf(code domain.Code) int {
+	if s, ok := statusOf[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Renderer writes an error response in one API's shape and aborts the chain.
+// Each API picks its renderer where it mounts (Edge.API): REST answers with
+// the spec's error object, GraphQL with a GraphQL-shaped body, so that the
+// shared middleware answers each API in its own shape.
+type Renderer func(c *gin.Context, status int, e *domain.Error, requestID string)
+
+// ErrorObject renders the spec's error object, {"error": {type, code,
+// message, param, request_id}}: the REST API's shape, and the edge's own for
+// paths no API owns (unknown routes, health checks).
+var ErrorObject Renderer = errorObject
+
+func errorObject(c *gin.Context, status int, e *domain.Error, requestID string) {
+	c.AbortWithStatusJSON(status, wire.ErrorBody{Error: wire.ErrorDetail{
+		Type: TypeOf(e.Code), Code: string(e.Code), Message: e.Message, Param: e.Param, RequestID: requestID,
+	}})
+}
+
+// Abort ends the request with err, rendered by r at err's status.
+func (r Renderer) Abort(c *gin.Context, err error) {
+	e := PublicError(c, err)
+	r(c, StatusOf(e.Code), e, RequestID(c))
+}
+
+// internalMessage is what a client is told of an unexpected failure.
+const internalMessage = "An unexpected error occurred. Quote the request id when contacting support."
+
+// PublicError turns any error into what a client may see. Domain errors pass
+// as they are (the store reports a lost database as service_unavailable);
+// anything else becomes internal_error, its detail logged under the request
+// id and never sent.
+func PublicError(c *gin.Context, err error) *domain.Error {
+	if e, ok := domain.AsError(err); ok {
+		if e.Code == domain.CodeUnavailable || e.Code == domain.CodeInternal {
+			Logger(c).Error("request failed", "request_id", RequestID(c), "error", err.Error())
+		}
+		return e
+	}
+	Logger(c).Error("request failed", "request_id", RequestID(c), "error", err.Error())
+	return domain.Errorf(domain.CodeInternal, internalMessage)
+}
+
+// Logger is the edge's logger, for the handlers of a request.
+func Logger(c *gin.Context) *slog.Logger {
+	if l, ok := c.Get(loggerKey); ok {
+		return l.(*slog.Logger)
+	}
+	return slog.Default()
+}

@@ -1,0 +1,162 @@
+package httpedge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// IdempotencyRecord is the first request made with an Idempotency-Key, and
+// its response once it succeeded (contract section 10).
+type IdempotencyRecord struct {
+	APIKeyID  string // requests are idempotent per API key
+	Key       string // the Idempotency-Key header
+	Method    string
+	Path      string
+	BodyHash  string // hex SHA-256 of the exact body bytes
+	Done      bool   // false while the first request is running
+	Status    int    // the stored response, when Done
+	Body      []byte
+	CreatedAt time.Time
+}
+
+// IdempotencyStore keeps idempotency keys for the edge's Idempotent
+// middleware. Implemented by adapters/store.
+type IdempotencyStore interface {
+	// BeginIdempotent claims (r.APIKeyID, r.Key) for r as a running request
+	// and returns nil; when the key is already held it returns the holder
+	// instead. Records created before staleBefore (expired), or running and
+	// created before runningStaleBefore (left by a crashed process), are
+	// discarded first.
+	BeginIdempotent(ctx context.Context, r IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*IdempotencyRecord, error)
+	// CompleteIdempotent stores the 2xx response of a running record.
+	CompleteIdempotent(ctx context.Context, apiKeyID, key string, status int, body []byte) error
+	// ReleaseIdempotent forgets a running record whose request did not
+	// succeed, so the key can be used again.
+	ReleaseIdempotent(ctx context.Context, apiKeyID, key string) error
+	// PurgeIdempotent deletes records created before before, and returns how
+	// many; the server runs it periodically so the table stays small.
+	PurgeIdempotent(ctx context.Context, before time.Time) (int64, error)
+}
+
+const (
+	// IdempotencyWindow is how long a key's first response is replayed.
+	IdempotencyWindow = 24 * time.Hour
+	// idempotencyRunningLease bounds how long a first request may hold its
+	// key as "in use": longer than any request can run (the server's write
+	// timeout is 60s), so only a process that died leaves one behind.
+	idempotencyRunningLease = 2 * time.Minute
+)
+
+// validIdempotencyKey: 1-255 printable ASCII characters.
+func validIdempotencyKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// captureWriter keeps a copy of the response body.
+type captureWriter struct {
+	gin.ResponseWriter
+	buf bytes.Buffer
+}
+
+func (w *captureWriter) Write(b []byte) (int, error) {
+	w.buf.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *captureWriter) WriteString(s string) (int, error) {
+	w.buf.WriteString(s)
+	return w.ResponseWriter.WriteString(s)
+}
+
+// Idempotent is the middleware that makes a POST with an Idempotency-Key
+// safe to retry: within 24 hours the same key, method, path and body (byte
+// for byte) from the same API key replays the first 2xx response and changes
+// nothing; the key with another request is idempotency_key_reused; while the
+// first request runs, idempotency_key_in_use. Responses other than 2xx are
+// not stored. It goes after the API's Chain (it needs the actor); a nil
+// store disables it (the header is then ignored).
+func (a *API) Idempotent(store IdempotencyStore) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if store == nil {
+			c.Next()
+			return
+		}
+		if err := a.edge.idempotent(c, store); err != nil {
+			a.render.Abort(c, err)
+		}
+	}
+}
+
+// idempotent runs the rest of the chain under the request's Idempotency-Key,
+// or returns why it may not run.
+func (s *Edge) idempotent(c *gin.Context, store IdempotencyStore) error {
+	key, sent := c.Request.Header["Idempotency-Key"]
+	if c.Request.Method != http.MethodPost || !sent {
+		c.Next()
+		return nil
+	}
+	if len(key) != 1 || !validIdempotencyKey(key[0]) {
+		return domain.Invalid("Idempotency-Key", "The Idempotency-Key header must be 1-255 printable ASCII characters.")
+	}
+	body, err := ReadBody(c)
+	if err != nil {
+		return err
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.Sum256(body)
+	actor := Actor(c)
+	now := s.opts.Clock.Now()
+	rec := IdempotencyRecord{
+		APIKeyID: actor.KeyID, Key: key[0], Method: c.Request.Method, Path: c.Request.URL.Path,
+		BodyHash: hex.EncodeToString(sum[:]), CreatedAt: domain.Timestamp(now),
+	}
+	held, err := store.BeginIdempotent(c.Request.Context(), rec, now.Add(-IdempotencyWindow), now.Add(-idempotencyRunningLease))
+	if err != nil {
+		return err
+	}
+	if held != nil {
+		switch {
+		case held.Method != rec.Method || held.Path != rec.Path || held.BodyHash != rec.BodyHash:
+			return domain.Errorf(CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
+		case !held.Done:
+			return domain.Errorf(CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
+		}
+		c.Header("Idempotent-Replayed", "true")
+		c.Data(held.Status, "application/json; charset=utf-8", held.Body)
+		c.Abort()
+		return nil
+	}
+
+	w := &captureWriter{ResponseWriter: c.Writer}
+	c.Writer = w
+	c.Next()
+	c.Writer = w.ResponseWriter
+	// The outcome is recorded even if the client went away meanwhile.
+	ctx := context.WithoutCancel(c.Request.Context())
+	if st := w.Status(); st >= 200 && st < 300 {
+		err = store.CompleteIdempotent(ctx, rec.APIKeyID, rec.Key, st, w.buf.Bytes())
+	} else {
+		err = store.ReleaseIdempotent(ctx, rec.APIKeyID, rec.Key)
+	}
+	if err != nil {
+		Logger(c).Error("recording idempotent response", "request_id", RequestID(c), "error", err.Error())
+	}
+	return nil
+}
