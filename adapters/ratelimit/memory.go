@@ -51,6 +51,20 @@ func NewMemory() *Memory {
 // Take counts one hit on key at now. A window opens at a key's first hit and
 // lasts window; a hit at or after its end opens a new one.
 func (m *Memory) Take(_ context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+	return m.at(key, limit, window, now, true)
+}
+
+// Peek reports key's window at now without counting a hit. A key without an
+// open window reports a fresh one ending at now+window.
+func (m *Memory) Peek(_ context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+	return m.at(key, limit, window, now, false)
+}
+
+// at is Take when hit, else Peek: both find key's open window, or a fresh
+// one (kept only when a hit is counted in it). Take allows while the window
+// holds at most limit hits, this one included; Peek while it has room for
+// one more, which is the same test on the count after a hit.
+func (m *Memory) at(key string, limit int, window time.Duration, now time.Time, hit bool) (httpedge.RateDecision, error) {
 	if window <= 0 {
 		return httpedge.RateDecision{}, errBadWindow
 	}
@@ -61,27 +75,15 @@ func (m *Memory) Take(_ context.Context, key string, limit int, window time.Dura
 	w, ok := m.windows[key]
 	if !ok || !now.Before(w.end) {
 		w = &memWindow{end: now.Add(window)}
-		m.windows[key] = w
+		if hit {
+			m.windows[key] = w
+		}
 	}
-	w.count++
-	return decision(w.count <= limit, limit, w.count, w.end), nil
-}
-
-// Peek reports key's window at now without counting a hit. A key without an
-// open window reports a fresh one ending at now+window.
-func (m *Memory) Peek(_ context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
-	if window <= 0 {
-		return httpedge.RateDecision{}, errBadWindow
+	after := w.count + 1
+	if hit {
+		w.count = after
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.maybeSweep(now)
-
-	w, ok := m.windows[key]
-	if !ok || !now.Before(w.end) {
-		return decision(limit > 0, limit, 0, now.Add(window)), nil
-	}
-	return decision(w.count < limit, limit, w.count, w.end), nil
+	return decision(after <= limit, limit, w.count, w.end), nil
 }
 
 // maybeSweep drops the windows that ended by now, every so many calls. The
