@@ -1,8 +1,10 @@
 package core_test
 
-// This test guards the hexagon: the core (every package under core/) must
-// not depend, even indirectly, on a transport, an ORM or any adapter, and
-// core/domain must stand on the standard library alone. It asks the go
+// These tests guard the architecture. The hexagon: the core (every package
+// under core/) must not depend, even indirectly, on a transport, an ORM or
+// any adapter, and core/domain must stand on the standard library alone.
+// The edge: REST and GraphQL stand beside each other on adapters/httpedge,
+// so neither depends on the other, nor the edge on either. They ask the go
 // command for the real dependency closure, so a forbidden package pulled in
 // through a third package is caught as well as a direct import.
 
@@ -40,7 +42,9 @@ type listedPackage struct {
 }
 
 func TestCoreDependsOnNoAdapterOrFramework(t *testing.T) {
-	pkgs := goListDeps(t)
+	// The test runs in core/, so ./... is every package of the core,
+	// including ones added after this test was written.
+	pkgs := goListDeps(t, "./...")
 
 	var roots []string
 	for path, p := range pkgs {
@@ -69,22 +73,65 @@ func TestCoreDependsOnNoAdapterOrFramework(t *testing.T) {
 	}
 }
 
-// goListDeps returns every package under core/ and everything they depend
-// on (tests excluded: the rule is about what ships), keyed by import path.
-func goListDeps(t *testing.T) map[string]listedPackage {
+// apart lists API packages that must not depend on each other: each key,
+// with every package below it, may not reach any of its values (nor the
+// packages below them).
+var apart = map[string][]string{
+	module + "/graph":             {module + "/adapters/rest"},
+	module + "/adapters/rest":     {module + "/graph"},
+	module + "/adapters/httpedge": {module + "/adapters/rest", module + "/graph"},
+}
+
+func TestAPIsStandBesideEachOther(t *testing.T) {
+	var patterns []string
+	for root := range apart {
+		patterns = append(patterns, root+"/...")
+	}
+	slices.Sort(patterns)
+	pkgs := goListDeps(t, patterns...)
+
+	for root, banned := range apart {
+		var roots []string
+		for path, p := range pkgs {
+			if !p.DepOnly && below(path, root) {
+				roots = append(roots, path)
+			}
+		}
+		if !slices.Contains(roots, root) {
+			t.Fatalf("go list did not report %s (got %v): the test would check nothing", root, roots)
+		}
+		slices.Sort(roots)
+		for _, r := range roots {
+			reached := firstReached(pkgs, r, func(p listedPackage) bool {
+				return slices.ContainsFunc(banned, func(b string) bool { return below(p.ImportPath, b) })
+			})
+			for _, chain := range reached {
+				t.Errorf("%s must not depend on %s, but imports it via %s",
+					r, chain[len(chain)-1], strings.Join(chain, " -> "))
+			}
+		}
+	}
+}
+
+// below reports whether path is pkg or a package under it.
+func below(path, pkg string) bool { return path == pkg || strings.HasPrefix(path, pkg+"/") }
+
+// goListDeps returns the packages matching patterns (run in core/) and
+// everything they depend on (tests excluded: the rules are about what
+// ships), keyed by import path.
+func goListDeps(t *testing.T, patterns ...string) map[string]listedPackage {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is needed to list dependencies: %v", err)
 	}
-	// The test runs in core/, so ./... is every package of the core,
-	// including ones added after this test was written.
-	cmd := exec.Command(goBin, "list", "-deps", "-json=ImportPath,Standard,DepOnly,Imports", "./...")
+	args := append([]string{"list", "-deps", "-json=ImportPath,Standard,DepOnly,Imports"}, patterns...)
+	cmd := exec.Command(goBin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list -deps ./... in core/: %v\n%s", err, stderr.String())
+		t.Fatalf("go list -deps %s in core/: %v\n%s", strings.Join(patterns, " "), err, stderr.String())
 	}
 	pkgs := make(map[string]listedPackage)
 	dec := json.NewDecoder(bytes.NewReader(out))
@@ -108,7 +155,7 @@ func isForbidden(path string) bool {
 			if strings.HasPrefix(path, f) {
 				return true
 			}
-		} else if path == f || strings.HasPrefix(path, f+"/") {
+		} else if below(path, f) {
 			return true
 		}
 	}
