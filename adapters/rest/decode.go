@@ -87,21 +87,9 @@ func (o object) str(name string) (domain.Field[string], error) {
 	}
 	var v string
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return domain.Field[string]{}, domain.Invalid(name, "%s must be a string", name)
+		return domain.Field[string]{}, domain.Invalid(name, "Must be a string.")
 	}
 	return domain.Set(v), nil
-}
-
-// requiredStr reads a string field that must be present and not null.
-func (o object) requiredStr(name string) (string, error) {
-	f, err := o.str(name)
-	if err != nil {
-		return "", err
-	}
-	if !f.Present || f.Null {
-		return "", domain.Invalid(name, "%s is required", name)
-	}
-	return f.Value, nil
 }
 
 // time reads an optional RFC 3339 date-time field.
@@ -112,7 +100,7 @@ func (o object) time(name string) (domain.Field[time.Time], error) {
 	}
 	t, perr := time.Parse(time.RFC3339Nano, s.Value)
 	if perr != nil {
-		return domain.Field[time.Time]{}, domain.Invalid(name, "%s must be an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z", name)
+		return domain.Field[time.Time]{}, domain.Invalid(name, "Must be an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z.")
 	}
 	return domain.Set(t), nil
 }
@@ -128,7 +116,7 @@ func (o object) bool(name string) (domain.Field[bool], error) {
 	}
 	var v bool
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return domain.Field[bool]{}, domain.Invalid(name, "%s must be a boolean", name)
+		return domain.Field[bool]{}, domain.Invalid(name, "Must be a boolean.")
 	}
 	return domain.Set(v), nil
 }
@@ -144,20 +132,21 @@ func (o object) strings(name string) (domain.Field[[]string], error) {
 	}
 	var v []string
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return domain.Field[[]string]{}, domain.Invalid(name, "%s must be an array of strings", name)
+		return domain.Field[[]string]{}, domain.Invalid(name, "Must be an array of strings.")
 	}
 	return domain.Set(v), nil
 }
 
-// pageRequest reads limit and cursor from the query string.
+// pageRequest reads limit and cursor from the query string. It only turns
+// the limit's text into an int; its range and default are the domain's.
 func pageRequest(c *gin.Context) (domain.PageRequest, error) {
-	req := domain.PageRequest{Limit: domain.DefaultPageLimit, Cursor: c.Query("cursor")}
+	req := domain.PageRequest{Cursor: c.Query("cursor")}
 	if v, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return req, domain.Invalid("limit", "limit must be an integer from 1 to %d", domain.MaxPageLimit)
+			return req, domain.InvalidLimit()
 		}
-		req.Limit = n
+		req.Limit = domain.Set(n)
 	}
-	return req, domain.ValidateLimit("limit", req.Limit)
+	return req, nil
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/worktrack/worktrack/adapters/wire"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -16,12 +15,8 @@ func (s *Server) createProject(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	var in app.ProjectInput
-	if in.Name, err = obj.requiredStr("name"); err != nil {
-		abort(c, err)
-		return
-	}
-	if in.Key, err = obj.requiredStr("key"); err != nil {
+	in, err := projectBody(obj)
+	if err != nil {
 		abort(c, err)
 		return
 	}
@@ -62,12 +57,8 @@ func (s *Server) updateProject(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	if _, ok := obj["key"]; ok {
-		abort(c, domain.Invalid("key", "key is fixed after creation"))
-		return
-	}
-	var patch domain.ProjectPatch
-	if patch.Name, err = obj.str("name"); err != nil {
+	patch, err := projectBody(obj)
+	if err != nil {
 		abort(c, err)
 		return
 	}
@@ -77,4 +68,19 @@ func (s *Server) updateProject(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, wire.FromProject(p))
+}
+
+// projectBody reads the project fields of a body, checking only their JSON
+// types: the domain applies every rule (both required on creation, the key
+// fixed afterwards).
+func projectBody(obj object) (domain.ProjectFields, error) {
+	var f domain.ProjectFields
+	var err error
+	if f.Name, err = obj.str("name"); err != nil {
+		return f, err
+	}
+	if f.Key, err = obj.str("key"); err != nil {
+		return f, err
+	}
+	return f, nil
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/worktrack/worktrack/adapters/wire"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -16,21 +15,11 @@ func (s *Server) createWebhook(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	var in app.WebhookInput
-	if in.URL, err = obj.requiredStr("url"); err != nil {
-		abort(c, err)
-		return
-	}
-	events, err := obj.strings("events")
+	in, err := webhookBody(obj)
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	if !events.Present || events.Null {
-		abort(c, domain.Invalid("events", "events is required"))
-		return
-	}
-	in.Events = events.Value
 	w, err := s.app.Webhooks.Create(c.Request.Context(), Actor(c), in)
 	if err != nil {
 		abort(c, err)
@@ -68,16 +57,8 @@ func (s *Server) updateWebhook(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	var p domain.WebhookPatch
-	if p.URL, err = obj.str("url"); err != nil {
-		abort(c, err)
-		return
-	}
-	if p.Events, err = obj.strings("events"); err != nil {
-		abort(c, err)
-		return
-	}
-	if p.Active, err = obj.bool("active"); err != nil {
+	p, err := webhookBody(obj)
+	if err != nil {
 		abort(c, err)
 		return
 	}
@@ -114,11 +95,7 @@ func (s *Server) listDeliveries(c *gin.Context) {
 	}
 	var status *domain.DeliveryStatus
 	if v, ok := c.GetQuery("status"); ok {
-		st, err := domain.ParseDeliveryStatus("status", v)
-		if err != nil {
-			abort(c, err)
-			return
-		}
+		st := domain.DeliveryStatus(v)
 		status = &st
 	}
 	page, err := s.app.Webhooks.Deliveries(c.Request.Context(), Actor(c), c.Param("webhookId"), status, req)
@@ -136,4 +113,21 @@ func (s *Server) redeliver(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, wire.FromDelivery(d))
+}
+
+// webhookBody reads the webhook fields of a body, checking only their JSON
+// types: the domain applies every rule, to a creation and a patch alike.
+func webhookBody(obj object) (domain.WebhookFields, error) {
+	var f domain.WebhookFields
+	var err error
+	if f.URL, err = obj.str("url"); err != nil {
+		return f, err
+	}
+	if f.Events, err = obj.strings("events"); err != nil {
+		return f, err
+	}
+	if f.Active, err = obj.bool("active"); err != nil {
+		return f, err
+	}
+	return f, nil
 }
