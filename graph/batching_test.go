@@ -9,7 +9,6 @@ import (
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -24,13 +23,13 @@ func seed(t *testing.T, e *resttest.Env, projects, tasks int) {
 	member := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}
 	assignees := []string{e.Admin.User.ID, e.Member.User.ID, e.Guest.User.ID}
 	for i := range projects {
-		p, err := e.App.Projects.Create(ctx, member, app.ProjectInput{Name: fmt.Sprintf("P%d", i), Key: fmt.Sprintf("P%d", i)})
+		p, err := e.App.Projects.Create(ctx, member, domain.ProjectFields{Name: domain.Set(fmt.Sprintf("P%d", i)), Key: domain.Set(fmt.Sprintf("P%d", i))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for j := range tasks {
 			a := assignees[(i+j)%len(assignees)]
-			if _, err := e.App.Tasks.Create(ctx, member, p.ID, domain.TaskInput{Title: fmt.Sprintf("T%d", j), AssigneeID: &a}); err != nil {
+			if _, err := e.App.Tasks.Create(ctx, member, p.ID, domain.TaskFields{Title: domain.Set(fmt.Sprintf("T%d", j)), AssigneeID: domain.Set(a)}); err != nil {
 				t.Fatal(err)
 			}
 		}

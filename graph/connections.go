@@ -6,13 +6,13 @@ import (
 )
 
 // pageRequest turns connection arguments into the core's page request. An
-// absent or null first is the default 20; an out-of-range first is refused
-// by the core (validation_failed, param first). An absent, null or empty
-// after is the first page, as an empty cursor is over REST.
+// absent or null first is the default, an out-of-range one refused, by the
+// domain (validation_failed, param limit, named first here). An absent, null
+// or empty after is the first page, as an empty cursor is over REST.
 func pageRequest(first *int, after *string) domain.PageRequest {
-	req := domain.PageRequest{Limit: domain.DefaultPageLimit}
+	req := domain.PageRequest{}
 	if first != nil {
-		req.Limit = *first
+		req.Limit = domain.Set(*first)
 	}
 	if after != nil {
 		req.Cursor = *after
@@ -20,14 +20,13 @@ func pageRequest(first *int, after *string) domain.PageRequest {
 	return req
 }
 
-// edges returns the cursor of each item of a page and the page's PageInfo.
-// An item's cursor is the one REST's next_cursor would be for a page ending
-// at that item, so endCursor equals REST's next_cursor whenever hasNextPage
-// is true, and both APIs accept each other's cursors.
-func edges[T any](p domain.Page[T], scope string, pos func(T) domain.Position) ([]string, *model.PageInfo) {
+// edges returns the cursor of each item of a page (the page's own: the
+// next_cursor a REST page ending at that item would have, so both APIs
+// accept each other's cursors) and the page's PageInfo.
+func edges[T any](p domain.Page[T]) ([]string, *model.PageInfo) {
 	cursors := make([]string, len(p.Items))
-	for i, it := range p.Items {
-		cursors[i] = domain.EncodeCursor(scope, pos(it))
+	for i := range p.Items {
+		cursors[i] = p.Cursor(i)
 	}
 	info := &model.PageInfo{HasNextPage: p.HasMore}
 	if n := len(cursors); n > 0 {
@@ -36,8 +35,8 @@ func edges[T any](p domain.Page[T], scope string, pos func(T) domain.Position) (
 	return cursors, info
 }
 
-func userConnection(p domain.Page[domain.User], scope string) *model.UserConnection {
-	cursors, info := edges(p, scope, domain.User.Position)
+func userConnection(p domain.Page[domain.User]) *model.UserConnection {
+	cursors, info := edges(p)
 	c := &model.UserConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.UserEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.UserEdge{Cursor: cursors[i], Node: &p.Items[i]}
@@ -45,8 +44,8 @@ func userConnection(p domain.Page[domain.User], scope string) *model.UserConnect
 	return c
 }
 
-func projectConnection(p domain.Page[domain.Project], scope string) *model.ProjectConnection {
-	cursors, info := edges(p, scope, domain.Project.Position)
+func projectConnection(p domain.Page[domain.Project]) *model.ProjectConnection {
+	cursors, info := edges(p)
 	c := &model.ProjectConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.ProjectEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.ProjectEdge{Cursor: cursors[i], Node: &p.Items[i]}
@@ -54,8 +53,8 @@ func projectConnection(p domain.Page[domain.Project], scope string) *model.Proje
 	return c
 }
 
-func taskConnection(p domain.Page[domain.Task], scope string) *model.TaskConnection {
-	cursors, info := edges(p, scope, domain.Task.Position)
+func taskConnection(p domain.Page[domain.Task]) *model.TaskConnection {
+	cursors, info := edges(p)
 	c := &model.TaskConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.TaskEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.TaskEdge{Cursor: cursors[i], Node: &p.Items[i]}
@@ -63,8 +62,8 @@ func taskConnection(p domain.Page[domain.Task], scope string) *model.TaskConnect
 	return c
 }
 
-func webhookConnection(p domain.Page[domain.Webhook], scope string) *model.WebhookConnection {
-	cursors, info := edges(p, scope, domain.Webhook.Position)
+func webhookConnection(p domain.Page[domain.Webhook]) *model.WebhookConnection {
+	cursors, info := edges(p)
 	c := &model.WebhookConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.WebhookEdge, len(p.Items))}
 	for i := range p.Items {
 		c.Edges[i] = model.WebhookEdge{Cursor: cursors[i], Node: &p.Items[i]}

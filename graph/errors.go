@@ -82,17 +82,14 @@ func requestError(e *gqlerror.Error) *domain.Error {
 
 // withGraphParam names the GraphQL field at fault: the domain's snake_case
 // param renamed, or, when the core could not know it (a DateTime that does
-// not parse), the last field of the error's path.
+// not parse), the last field of the error's path. Messages never name the
+// param, so they pass through as they are.
 func withGraphParam(e *domain.Error, path ast.Path) *domain.Error {
 	param := graphParam(e.Param)
 	if param == "" {
 		param = lastName(path)
 	}
-	msg := e.Message
-	if e.Param != "" && param != e.Param && strings.HasPrefix(msg, e.Param+" ") {
-		msg = param + msg[len(e.Param):]
-	}
-	return &domain.Error{Code: e.Code, Message: msg, Param: param}
+	return &domain.Error{Code: e.Code, Message: e.Message, Param: param}
 }
 
 // graphParams are the REST names whose GraphQL names are not their camelCase.

@@ -21,41 +21,38 @@ func field[T any](o graphql.Omittable[*T]) domain.Field[T] {
 	return domain.Set(*v)
 }
 
-func projectPatch(in model.UpdateProjectInput) domain.ProjectPatch {
-	return domain.ProjectPatch{Name: field(in.Name)}
+// The inputs below hand the domain the same unvalidated fields REST reads
+// from its bodies; every rule (required fields, the status of a new task,
+// the assignee's form) runs in the domain, once for both APIs.
+
+func createProjectFields(in model.CreateProjectInput) domain.ProjectFields {
+	return domain.ProjectFields{Name: domain.Set(in.Name), Key: domain.Set(in.Key)}
 }
 
-func taskPatch(in model.UpdateTaskInput) domain.TaskPatch {
-	return domain.TaskPatch{
+func projectPatch(in model.UpdateProjectInput) domain.ProjectFields {
+	return domain.ProjectFields{Name: field(in.Name)}
+}
+
+func createTaskFields(in model.CreateTaskInput) domain.TaskFields {
+	return domain.TaskFields{
+		Title: domain.Set(in.Title), Status: field(in.Status),
+		AssigneeID: field(in.AssigneeID), DueAt: field(in.DueAt),
+	}
+}
+
+func taskPatch(in model.UpdateTaskInput) domain.TaskFields {
+	return domain.TaskFields{
 		Title: field(in.Title), Status: field(in.Status),
 		AssigneeID: field(in.AssigneeID), DueAt: field(in.DueAt),
 	}
 }
 
-// taskInput reads createTask's input as REST reads POST …/tasks: a null
-// status is validation_failed (the default applies only when it is absent);
-// a null assigneeId or dueAt means none.
-func taskInput(in model.CreateTaskInput) (domain.TaskInput, error) {
-	out := domain.TaskInput{Title: in.Title}
-	if s := field(in.Status); s.Null {
-		return out, domain.Invalid("status", "status must not be null")
-	} else if s.Present {
-		out.Status = s.Value
-	}
-	out.AssigneeID = valueOrNil(field(in.AssigneeID))
-	out.DueAt = valueOrNil(field(in.DueAt))
-	return out, nil
+func createWebhookFields(in model.CreateWebhookInput) domain.WebhookFields {
+	return domain.WebhookFields{URL: domain.Set(in.URL), Events: domain.Set(eventNames(in.Events))}
 }
 
-func valueOrNil[T any](f domain.Field[T]) *T {
-	if !f.Present || f.Null {
-		return nil
-	}
-	return &f.Value
-}
-
-func webhookPatch(in model.UpdateWebhookInput) domain.WebhookPatch {
-	p := domain.WebhookPatch{URL: field(in.URL), Active: field(in.Active)}
+func webhookPatch(in model.UpdateWebhookInput) domain.WebhookFields {
+	p := domain.WebhookFields{URL: field(in.URL), Active: field(in.Active)}
 	if events, set := in.Events.ValueOK(); set {
 		if events == nil {
 			p.Events = domain.Null[[]string]()

@@ -36,11 +36,8 @@ func complexity() ComplexityRoot {
 }
 
 func connectionCost(child int, first *int) int {
-	n := domain.DefaultPageLimit
-	if first != nil {
-		n = *first
-	}
-	if n < 1 || n > domain.MaxPageLimit {
+	n, err := pageRequest(first, nil).Size()
+	if err != nil {
 		n = 1
 	}
 	return 1 + n*child

@@ -29,13 +29,12 @@ type taskPageKey struct {
 	status        domain.Status // "" matches every status
 	assigneeID    string
 	hasAssignee   bool
-	first         int
-	after         string
+	page          domain.PageRequest
 	withAssignees bool
 }
 
 func newTaskPageKey(projectID string, req domain.PageRequest, status *domain.Status, assigneeID *string, withAssignees bool) taskPageKey {
-	k := taskPageKey{projectID: projectID, first: req.Limit, after: req.Cursor, withAssignees: withAssignees}
+	k := taskPageKey{projectID: projectID, page: req, withAssignees: withAssignees}
 	if status != nil {
 		k.status = *status
 	}
@@ -74,7 +73,7 @@ func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
 		for i, k := range keys {
 			reqs[i] = app.TaskListRequest{
 				ProjectID: k.projectID, Filter: k.filter(),
-				Page: domain.PageRequest{Limit: k.first, Cursor: k.after},
+				Page: k.page,
 			}
 		}
 		pages, errs := a.Tasks.ListMany(ctx, who, reqs)

@@ -10,7 +10,6 @@ import (
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -61,7 +60,7 @@ func seedProjects(t *testing.T, e *resttest.Env, n int) []string {
 	ids := make([]string, n)
 	for i := range n {
 		e.Clock.Advance(time.Millisecond)
-		p, err := e.App.Projects.Create(context.Background(), member, app.ProjectInput{Name: fmt.Sprint(i), Key: fmt.Sprintf("K%d", i)})
+		p, err := e.App.Projects.Create(context.Background(), member, domain.ProjectFields{Name: domain.Set(fmt.Sprint(i)), Key: domain.Set(fmt.Sprintf("K%d", i))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,13 +3,12 @@ package graph
 import (
 	"context"
 
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/model"
 )
 
 func (r *mutationResolver) CreateProject(ctx context.Context, input model.CreateProjectInput) (*domain.Project, error) {
-	p, err := r.App.Projects.Create(ctx, actor(ctx), app.ProjectInput{Name: input.Name, Key: input.Key})
+	p, err := r.App.Projects.Create(ctx, actor(ctx), createProjectFields(input))
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +26,7 @@ func (r *mutationResolver) UpdateProject(ctx context.Context, id string, input m
 }
 
 func (r *mutationResolver) CreateTask(ctx context.Context, projectID *string, input model.CreateTaskInput) (*domain.Task, error) {
-	in, err := taskInput(input)
-	if err != nil {
-		return nil, err
-	}
-	t, err := r.App.Tasks.Create(ctx, actor(ctx), deref(projectID), in)
+	t, err := r.App.Tasks.Create(ctx, actor(ctx), deref(projectID), createTaskFields(input))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +52,7 @@ func (r *mutationResolver) DeleteTask(ctx context.Context, id string) (*string, 
 }
 
 func (r *mutationResolver) CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookWithSecret, error) {
-	w, err := r.App.Webhooks.Create(ctx, actor(ctx), app.WebhookInput{URL: input.URL, Events: eventNames(input.Events)})
+	w, err := r.App.Webhooks.Create(ctx, actor(ctx), createWebhookFields(input))
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +90,7 @@ func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first 
 	if err != nil {
 		return nil, err
 	}
-	return taskConnection(page, app.TaskListScope(actor(ctx).WorkspaceID, obj.ID, key.filter())), nil
+	return taskConnection(page), nil
 }
 
 func (r *queryResolver) Me(ctx context.Context) (*domain.User, error) {
@@ -111,7 +106,7 @@ func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*
 	if err != nil {
 		return nil, err
 	}
-	return userConnection(page, app.UserListScope(actor(ctx).WorkspaceID)), nil
+	return userConnection(page), nil
 }
 
 func (r *queryResolver) Projects(ctx context.Context, first *int, after *string) (*model.ProjectConnection, error) {
@@ -120,7 +115,7 @@ func (r *queryResolver) Projects(ctx context.Context, first *int, after *string)
 		return nil, err
 	}
 	loadersOf(ctx).primeProjects(page.Items...)
-	return projectConnection(page, app.ProjectListScope(actor(ctx).WorkspaceID)), nil
+	return projectConnection(page), nil
 }
 
 func (r *queryResolver) Project(ctx context.Context, id string) (*domain.Project, error) {
@@ -144,7 +139,7 @@ func (r *queryResolver) Webhooks(ctx context.Context, first *int, after *string)
 	if err != nil {
 		return nil, err
 	}
-	return webhookConnection(page, app.WebhookListScope(actor(ctx).WorkspaceID)), nil
+	return webhookConnection(page), nil
 }
 
 func (r *queryResolver) Webhook(ctx context.Context, id string) (*domain.Webhook, error) {

@@ -110,7 +110,8 @@ func (o Object) Has(name string) bool {
 
 // Field reads an optional field of type T as a merge-patch field: absent,
 // null, or set. A value that is not a T is validation_failed with the field
-// as param, and a message saying the field must be want ("a string").
+// as param, and a message saying the value must be want ("a string"); the
+// message does not name the field, so each API names its param its own way.
 func Field[T any](o Object, name, want string) (domain.Field[T], error) {
 	raw, ok := o[name]
 	if !ok {
@@ -121,7 +122,7 @@ func Field[T any](o Object, name, want string) (domain.Field[T], error) {
 	}
 	var v T
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return domain.Field[T]{}, domain.Invalid(name, "%s must be %s", name, want)
+		return domain.Field[T]{}, domain.Invalid(name, "Must be %s.", want)
 	}
 	return domain.Set(v), nil
 }
@@ -141,18 +142,6 @@ func (o Object) Strings(name string) (domain.Field[[]string], error) {
 	return Field[[]string](o, name, "an array of strings")
 }
 
-// RequiredStr reads a string field that must be present and not null.
-func (o Object) RequiredStr(name string) (string, error) {
-	f, err := o.Str(name)
-	if err != nil {
-		return "", err
-	}
-	if !f.Present || f.Null {
-		return "", domain.Invalid(name, "%s is required", name)
-	}
-	return f.Value, nil
-}
-
 // Time reads an optional RFC 3339 date-time field.
 func (o Object) Time(name string) (domain.Field[time.Time], error) {
 	s, err := o.Str(name)
@@ -161,7 +150,7 @@ func (o Object) Time(name string) (domain.Field[time.Time], error) {
 	}
 	t, perr := time.Parse(time.RFC3339Nano, s.Value)
 	if perr != nil {
-		return domain.Field[time.Time]{}, domain.Invalid(name, "%s must be an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z", name)
+		return domain.Field[time.Time]{}, domain.Invalid(name, "Must be an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z.")
 	}
 	return domain.Set(t), nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -83,12 +82,22 @@ func seedTasks(tb testing.TB, e *resttest.Env, n int) string {
 	return prj
 }
 
-// deepCursor is the cursor a client holds after reading `pages` pages of
-// `limit` tasks: the position of task number pages*limit.
-func deepCursor(e *resttest.Env, prj string, f app.TaskListFilter, nth int) string {
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(nth) * time.Millisecond)
-	id := fmt.Sprintf("tsk_%022d", nth)
-	return domain.EncodeCursor(app.TaskListScope(e.Workspace.ID, prj, f), domain.Position{CreatedAt: at, ID: id})
+// deepCursor is the cursor a client holds after reading the first nth tasks
+// of the unfiltered list. Only the core knows a list's scope, so the cursor
+// is reached the way a client reaches it: page by page, 100 at a time.
+func deepCursor(tb testing.TB, e *resttest.Env, prj string, nth int) string {
+	tb.Helper()
+	cursor := ""
+	for read := 0; read < nth; {
+		n := min(domain.MaxPageLimit, nth-read)
+		res := e.Get(fmt.Sprintf("/v1/projects/%s/tasks?limit=%d&cursor=%s", prj, n, cursor), e.Member.Key)
+		next, _ := res.JSON["pagination"].(map[string]any)["next_cursor"].(string)
+		if next == "" {
+			tb.Fatalf("the list ended before task %d: %.200s", nth, res.Body)
+		}
+		cursor, read = next, read+n
+	}
+	return cursor
 }
 
 // BenchmarkListTasks lists 20 tasks of a project holding 100,000, at the
@@ -99,7 +108,7 @@ func BenchmarkListTasks(b *testing.B) {
 	base := "/v1/projects/" + prj + "/tasks?limit=20"
 	for _, tc := range []struct{ name, url string }{
 		{"first_page", base},
-		{"page_4000", base + "&cursor=" + deepCursor(e, prj, app.TaskListFilter{}, 4000*20)},
+		{"page_4000", base + "&cursor=" + deepCursor(b, e, prj, 4000*20)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, tc.url, nil)

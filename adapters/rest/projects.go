@@ -7,7 +7,6 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/wire"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -16,11 +15,8 @@ func (s *Server) createProject(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var in app.ProjectInput
-	if in.Name, err = obj.RequiredStr("name"); err != nil {
-		return err
-	}
-	if in.Key, err = obj.RequiredStr("key"); err != nil {
+	in, err := projectBody(obj)
+	if err != nil {
 		return err
 	}
 	p, err := s.app.Projects.Create(c.Request.Context(), Actor(c), in)
@@ -58,11 +54,8 @@ func (s *Server) updateProject(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := obj["key"]; ok {
-		return domain.Invalid("key", "key is fixed after creation")
-	}
-	var patch domain.ProjectPatch
-	if patch.Name, err = obj.Str("name"); err != nil {
+	patch, err := projectBody(obj)
+	if err != nil {
 		return err
 	}
 	p, err := s.app.Projects.Update(c.Request.Context(), Actor(c), c.Param("projectId"), patch)
@@ -71,4 +64,19 @@ func (s *Server) updateProject(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, wire.FromProject(p))
 	return nil
+}
+
+// projectBody reads the project fields of a body, checking only their JSON
+// types: the domain applies every rule (both required on creation, the key
+// fixed afterwards).
+func projectBody(obj httpedge.Object) (domain.ProjectFields, error) {
+	var f domain.ProjectFields
+	var err error
+	if f.Name, err = obj.Str("name"); err != nil {
+		return f, err
+	}
+	if f.Key, err = obj.Str("key"); err != nil {
+		return f, err
+	}
+	return f, nil
 }

@@ -75,15 +75,16 @@ func (s *Server) handle(h handler) gin.HandlerFunc {
 // Actor is the authenticated caller of a REST request.
 func Actor(c *gin.Context) domain.Actor { return httpedge.Actor(c) }
 
-// pageRequest reads limit and cursor from the query string.
+// pageRequest reads limit and cursor from the query string. It only turns
+// the limit's text into an int; its range and default are the domain's.
 func pageRequest(c *gin.Context) (domain.PageRequest, error) {
-	req := domain.PageRequest{Limit: domain.DefaultPageLimit, Cursor: c.Query("cursor")}
+	req := domain.PageRequest{Cursor: c.Query("cursor")}
 	if v, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return req, domain.Invalid("limit", "limit must be an integer from 1 to %d", domain.MaxPageLimit)
+			return req, domain.InvalidLimit()
 		}
-		req.Limit = n
+		req.Limit = domain.Set(n)
 	}
-	return req, domain.ValidateLimit("limit", req.Limit)
+	return req, nil
 }

@@ -18,23 +18,9 @@ func (s *Server) createTask(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var in domain.TaskInput
-	if in.Title, err = obj.RequiredStr("title"); err != nil {
-		return err
-	}
-	patch, err := taskPatch(obj)
+	in, err := taskBody(obj)
 	if err != nil {
 		return err
-	}
-	if patch.Status.Null {
-		return domain.Invalid("status", "status must not be null")
-	}
-	in.Status = patch.Status.Value
-	if patch.AssigneeID.Present && !patch.AssigneeID.Null {
-		in.AssigneeID = &patch.AssigneeID.Value
-	}
-	if patch.DueAt.Present && !patch.DueAt.Null {
-		in.DueAt = &patch.DueAt.Value
 	}
 	t, err := s.app.Tasks.Create(c.Request.Context(), Actor(c), c.Param("projectId"), in)
 	if err != nil {
@@ -44,30 +30,26 @@ func (s *Server) createTask(c *gin.Context) error {
 	return nil
 }
 
-// taskPatch reads the task fields of a body as a merge patch.
-func taskPatch(obj httpedge.Object) (domain.TaskPatch, error) {
-	var p domain.TaskPatch
+// taskBody reads the task fields of a body, checking only their JSON types:
+// the domain applies every rule, to a creation and a merge patch alike.
+func taskBody(obj httpedge.Object) (domain.TaskFields, error) {
+	var f domain.TaskFields
 	var err error
-	if p.Title, err = obj.Str("title"); err != nil {
-		return p, err
+	if f.Title, err = obj.Str("title"); err != nil {
+		return f, err
 	}
 	status, err := obj.Str("status")
 	if err != nil {
-		return p, err
+		return f, err
 	}
-	p.Status = domain.Field[domain.Status]{Present: status.Present, Null: status.Null}
-	if status.Present && !status.Null {
-		if p.Status.Value, err = domain.ParseStatus("status", status.Value); err != nil {
-			return p, err
-		}
+	f.Status = domain.Field[domain.Status]{Present: status.Present, Null: status.Null, Value: domain.Status(status.Value)}
+	if f.AssigneeID, err = obj.Str("assignee_id"); err != nil {
+		return f, err
 	}
-	if p.AssigneeID, err = obj.Str("assignee_id"); err != nil {
-		return p, err
+	if f.DueAt, err = obj.Time("due_at"); err != nil {
+		return f, err
 	}
-	if p.DueAt, err = obj.Time("due_at"); err != nil {
-		return p, err
-	}
-	return p, nil
+	return f, nil
 }
 
 func (s *Server) listTasks(c *gin.Context) error {
@@ -77,10 +59,7 @@ func (s *Server) listTasks(c *gin.Context) error {
 	}
 	var f app.TaskListFilter
 	if v, ok := c.GetQuery("status"); ok {
-		st, err := domain.ParseStatus("status", v)
-		if err != nil {
-			return err
-		}
+		st := domain.Status(v)
 		f.Status = &st
 	}
 	if v, ok := c.GetQuery("assignee_id"); ok {
@@ -108,7 +87,7 @@ func (s *Server) updateTask(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	patch, err := taskPatch(obj)
+	patch, err := taskBody(obj)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -93,7 +92,7 @@ func TestRevocationReachesOtherProcessesWithin10s(t *testing.T) {
 		e := resttest.New(t, db)
 		e.Get("/v1/users/me", e.Member.Key).ExpectStatus(t, 200)
 
-		other := app.New(app.Deps{Tx: db, Clock: e.Clock, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects()}, app.AuthOptions{})
+		other := appOver(db, e.Clock)
 		keys, err := other.Admin.ListKeys(context.Background(), e.Member.User.ID)
 		if err != nil || len(keys) != 1 {
 			t.Fatalf("keys: %v %v", keys, err)

@@ -114,10 +114,10 @@ func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
 		}, app.AuthOptions{})
 		actor := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}
 		ctx := context.Background()
-		if _, err := failing.Tasks.Create(ctx, actor, prj, domain.TaskInput{Title: "Never"}); !errors.Is(err, errInjected) {
+		if _, err := failing.Tasks.Create(ctx, actor, prj, domain.TaskFields{Title: domain.Set("Never")}); !errors.Is(err, errInjected) {
 			t.Fatalf("create: %v", err)
 		}
-		if _, err := failing.Projects.Update(ctx, actor, prj, domain.ProjectPatch{Name: domain.Set("Never")}); !errors.Is(err, errInjected) {
+		if _, err := failing.Projects.Update(ctx, actor, prj, domain.ProjectFields{Name: domain.Set("Never")}); !errors.Is(err, errInjected) {
 			t.Fatalf("update: %v", err)
 		}
 		if count("events") != events || count("webhook_deliveries") != dels || count("tasks") != tasks {
@@ -125,7 +125,7 @@ func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
 		}
 		// The same calls through a committing transaction do record.
 		ok := appOver(db, e.Clock)
-		if _, err := ok.Tasks.Create(ctx, actor, prj, domain.TaskInput{Title: "Ever"}); err != nil {
+		if _, err := ok.Tasks.Create(ctx, actor, prj, domain.TaskFields{Title: domain.Set("Ever")}); err != nil {
 			t.Fatal(err)
 		}
 		if count("events") != events+1 || count("webhook_deliveries") != dels+1 {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/wire"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -16,18 +15,10 @@ func (s *Server) createWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var in app.WebhookInput
-	if in.URL, err = obj.RequiredStr("url"); err != nil {
-		return err
-	}
-	events, err := obj.Strings("events")
+	in, err := webhookBody(obj)
 	if err != nil {
 		return err
 	}
-	if !events.Present || events.Null {
-		return domain.Invalid("events", "events is required")
-	}
-	in.Events = events.Value
 	w, err := s.app.Webhooks.Create(c.Request.Context(), Actor(c), in)
 	if err != nil {
 		return err
@@ -63,14 +54,8 @@ func (s *Server) updateWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var p domain.WebhookPatch
-	if p.URL, err = obj.Str("url"); err != nil {
-		return err
-	}
-	if p.Events, err = obj.Strings("events"); err != nil {
-		return err
-	}
-	if p.Active, err = obj.Bool("active"); err != nil {
+	p, err := webhookBody(obj)
+	if err != nil {
 		return err
 	}
 	w, err := s.app.Webhooks.Update(c.Request.Context(), Actor(c), c.Param("webhookId"), p)
@@ -105,10 +90,7 @@ func (s *Server) listDeliveries(c *gin.Context) error {
 	}
 	var status *domain.DeliveryStatus
 	if v, ok := c.GetQuery("status"); ok {
-		st, err := domain.ParseDeliveryStatus("status", v)
-		if err != nil {
-			return err
-		}
+		st := domain.DeliveryStatus(v)
 		status = &st
 	}
 	page, err := s.app.Webhooks.Deliveries(c.Request.Context(), Actor(c), c.Param("webhookId"), status, req)
@@ -126,4 +108,21 @@ func (s *Server) redeliver(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, wire.FromDelivery(d))
 	return nil
+}
+
+// webhookBody reads the webhook fields of a body, checking only their JSON
+// types: the domain applies every rule, to a creation and a patch alike.
+func webhookBody(obj httpedge.Object) (domain.WebhookFields, error) {
+	var f domain.WebhookFields
+	var err error
+	if f.URL, err = obj.Str("url"); err != nil {
+		return f, err
+	}
+	if f.Events, err = obj.Strings("events"); err != nil {
+		return f, err
+	}
+	if f.Active, err = obj.Bool("active"); err != nil {
+		return f, err
+	}
+	return f, nil
 }

@@ -44,7 +44,7 @@ func newUser(t *testing.T, db *store.DB, ws domain.Workspace, email string, at t
 
 func makeProject(t testing.TB, ws domain.Workspace, key string, at time.Time) domain.Project {
 	t.Helper()
-	p, err := domain.NewProject(domain.NewID(domain.PrefixProject), ws.ID, "Project "+key, key, at)
+	p, err := domain.NewProject(domain.NewID(domain.PrefixProject), ws.ID, domain.ProjectFields{Name: domain.Set("Project " + key), Key: domain.Set(key)}, at)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestFindProjectByIDForUpdate(t *testing.T) {
 						return err
 					}
 					time.Sleep(50 * time.Millisecond) // give the other transaction time to collide
-					upd, _, err := cur.Apply(domain.ProjectPatch{Name: domain.Set(cur.Name + "+" + itoa(i))}, base.Add(time.Hour))
+					upd, _, err := cur.Apply(domain.ProjectFields{Name: domain.Set(cur.Name + "+" + itoa(i))}, base.Add(time.Hour))
 					if err != nil {
 						return err
 					}

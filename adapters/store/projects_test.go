@@ -62,7 +62,7 @@ func TestProjectStore(t *testing.T) {
 		})
 
 		t.Run("update", func(t *testing.T) {
-			upd, changes, err := p.Apply(domain.ProjectPatch{Name: domain.Set("Renamed")}, base.Add(90*time.Second+7*time.Microsecond))
+			upd, changes, err := p.Apply(domain.ProjectFields{Name: domain.Set("Renamed")}, base.Add(90*time.Second+7*time.Microsecond))
 			if err != nil || len(changes) != 1 {
 				t.Fatalf("Apply: %v %v", changes, err)
 			}

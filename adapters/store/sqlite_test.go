@@ -37,7 +37,7 @@ func writeLoad(db *store.DB, ws domain.Workspace, key domain.APIKey, tag string,
 			ctx := context.Background()
 			for r := range rounds {
 				now := time.Now()
-				p, err := domain.NewProject(domain.NewID(domain.PrefixProject), ws.ID, "Load", fmt.Sprintf("%s%dX%d", tag, g, r), now)
+				p, err := domain.NewProject(domain.NewID(domain.PrefixProject), ws.ID, domain.ProjectFields{Name: domain.Set("Load"), Key: domain.Set(fmt.Sprintf("%s%dX%d", tag, g, r))}, now)
 				if err != nil {
 					fail(err)
 					return
@@ -55,7 +55,7 @@ func writeLoad(db *store.DB, ws domain.Workspace, key domain.APIKey, tag string,
 					if err != nil {
 						return err
 					}
-					upd, _, err := got.Apply(domain.ProjectPatch{Name: domain.Set("Renamed")}, now)
+					upd, _, err := got.Apply(domain.ProjectFields{Name: domain.Set("Renamed")}, now)
 					if err != nil {
 						return err
 					}

@@ -22,15 +22,15 @@ func TestFindTaskPagesIsFindTasksBatched(t *testing.T) {
 		p1, p2, empty := newProject(t, db, ws, "PA", base), newProject(t, db, ws, "PB", base), newProject(t, db, ws, "PC", base)
 		foreign := newProject(t, db, other, "PF", base)
 		for i := range 7 {
-			in := domain.TaskInput{Title: "T", Status: domain.StatusOpen}
+			in := domain.TaskFields{Title: domain.Set("T"), Status: domain.Set(domain.StatusOpen)}
 			if i%2 == 0 {
-				in.AssigneeID, in.Status = &u.ID, domain.StatusDone
+				in.AssigneeID, in.Status = domain.Set(u.ID), domain.Set(domain.StatusDone)
 			}
 			at := base.Add(time.Duration(i%3) * time.Second) // ties on created_at, broken by id
 			newTask(t, db, p1, in, at)
 			newTask(t, db, p2, in, at)
 		}
-		newTask(t, db, foreign, domain.TaskInput{Title: "F"}, base)
+		newTask(t, db, foreign, domain.TaskFields{Title: domain.Set("F")}, base)
 
 		done := domain.StatusDone
 		firstTwo, err := db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p1.ID, Limit: 2})

@@ -12,7 +12,7 @@ import (
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-func newTask(t *testing.T, db *store.DB, p domain.Project, in domain.TaskInput, at time.Time) domain.Task {
+func newTask(t *testing.T, db *store.DB, p domain.Project, in domain.TaskFields, at time.Time) domain.Task {
 	t.Helper()
 	task, err := domain.NewTask(domain.NewID(domain.PrefixTask), p.WorkspaceID, p.ID, in, at)
 	if err != nil {
@@ -32,7 +32,7 @@ func TestTaskStoreRoundTripAndTenancy(t *testing.T) {
 		u := newUser(t, db, ws, "a@x.test", base)
 		p := newProject(t, db, ws, "TS", base)
 		due := base.Add(48*time.Hour + 123456*time.Microsecond)
-		task := newTask(t, db, p, domain.TaskInput{Title: "T", Status: domain.StatusInProgress, AssigneeID: &u.ID, DueAt: &due}, base)
+		task := newTask(t, db, p, domain.TaskFields{Title: domain.Set("T"), Status: domain.Set(domain.StatusInProgress), AssigneeID: domain.Set(u.ID), DueAt: domain.Set(due)}, base)
 
 		got, err := s.FindTaskByID(ctx, ws.ID, task.ID)
 		if err != nil {
@@ -76,11 +76,11 @@ func TestTaskForeignKeysKeepTenancy(t *testing.T) {
 		p := newProject(t, db, ws, "FK", base)
 		foreignPrj := newProject(t, db, other, "FK", base)
 
-		task, _ := domain.NewTask(domain.NewID(domain.PrefixTask), ws.ID, p.ID, domain.TaskInput{Title: "x", AssigneeID: &stranger.ID}, base)
+		task, _ := domain.NewTask(domain.NewID(domain.PrefixTask), ws.ID, p.ID, domain.TaskFields{Title: domain.Set("x"), AssigneeID: domain.Set(stranger.ID)}, base)
 		if err := db.Tasks().CreateTask(ctx, task); err == nil {
 			t.Fatal("a task was assigned to a user of another workspace")
 		}
-		task, _ = domain.NewTask(domain.NewID(domain.PrefixTask), ws.ID, foreignPrj.ID, domain.TaskInput{Title: "x"}, base)
+		task, _ = domain.NewTask(domain.NewID(domain.PrefixTask), ws.ID, foreignPrj.ID, domain.TaskFields{Title: domain.Set("x")}, base)
 		if err := db.Tasks().CreateTask(ctx, task); err == nil {
 			t.Fatal("a task was put in a project of another workspace")
 		}
@@ -97,16 +97,16 @@ func TestFindTasksFiltersAndKeyset(t *testing.T) {
 		statuses := []domain.Status{domain.StatusOpen, domain.StatusInProgress, domain.StatusDone}
 		for i := 0; i < 30; i++ {
 			at := base.Add(time.Duration(i/3) * time.Microsecond) // three tasks share each instant
-			in := domain.TaskInput{Title: "t", Status: statuses[i%3]}
+			in := domain.TaskFields{Title: domain.Set("t"), Status: domain.Set(statuses[i%3])}
 			switch i % 5 {
 			case 0:
-				in.AssigneeID = &a.ID
+				in.AssigneeID = domain.Set(a.ID)
 			case 1:
-				in.AssigneeID = &b.ID
+				in.AssigneeID = domain.Set(b.ID)
 			}
 			all = append(all, newTask(t, db, p, in, at))
 		}
-		newTask(t, db, q, domain.TaskInput{Title: "other project"}, base)
+		newTask(t, db, q, domain.TaskFields{Title: domain.Set("other project")}, base)
 		sortByPosition(all, domain.Task.Position)
 
 		open, assigned := domain.StatusOpen, a.ID

@@ -14,7 +14,7 @@ import (
 
 func newWebhook(t *testing.T, db *store.DB, ws domain.Workspace, at time.Time, events ...string) domain.Webhook {
 	t.Helper()
-	w, err := domain.NewWebhook(domain.NewID(domain.PrefixWebhook), ws.ID, "https://hooks.example.com/"+ws.ID, events, at)
+	w, err := domain.NewWebhook(domain.NewID(domain.PrefixWebhook), ws.ID, domain.WebhookFields{URL: domain.Set("https://hooks.example.com/" + ws.ID), Events: domain.Set(events)}, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestWebhookStore(t *testing.T) {
 		})
 
 		t.Run("update", func(t *testing.T) {
-			next, changed, err := w.Apply(domain.WebhookPatch{
+			next, changed, err := w.Apply(domain.WebhookFields{
 				URL: domain.Set("https://other.example.com/x"), Events: domain.Set([]string{"task.deleted"}), Active: domain.Set(false),
 			}, base.Add(time.Hour))
 			if err != nil || !changed {

@@ -99,7 +99,7 @@ func (c AddressChecker) CheckWebhookURL(ctx context.Context, rawURL string) erro
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Hostname() == "" {
-		return domain.Invalid("url", "url must be an absolute http or https URL")
+		return domain.Invalid("url", "Must be an absolute http or https URL.")
 	}
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -119,9 +119,9 @@ func (c AddressChecker) CheckWebhookURL(ctx context.Context, rawURL string) erro
 	if err != nil || len(addrs) == 0 {
 		var dnsErr *net.DNSError
 		if errors.As(err, &dnsErr) && !dnsErr.IsNotFound {
-			return domain.Invalid("url", "url's host %s could not be resolved right now; try again", host)
+			return domain.Invalid("url", "The host %s could not be resolved right now; try again.", host)
 		}
-		return domain.Invalid("url", "url's host %s does not resolve to any address", host)
+		return domain.Invalid("url", "The host %s does not resolve to any address.", host)
 	}
 	for _, ip := range addrs {
 		if err := refuse(host, ip); err != nil {
@@ -134,9 +134,9 @@ func (c AddressChecker) CheckWebhookURL(ctx context.Context, rawURL string) erro
 func refuse(host string, ip netip.Addr) error {
 	if why, bad := Blocked(ip); bad {
 		if host == ip.String() {
-			return domain.Invalid("url", "url must not point to %s (%s)", why, host)
+			return domain.Invalid("url", "Must not point to %s (%s).", why, host)
 		}
-		return domain.Invalid("url", "url must not point to %s (%s resolves to %s)", why, host, ip)
+		return domain.Invalid("url", "Must not point to %s (%s resolves to %s).", why, host, ip)
 	}
 	return nil
 }

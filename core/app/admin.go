@@ -5,13 +5,34 @@ import (
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 // Admin is the operator's use cases, run from the command line with direct
 // database access: no actor, no roles.
-type Admin struct {
-	d    Deps
-	auth *Auth
+type Admin struct{ d AdminDeps }
+
+// AdminDeps are the ports Admin uses. Auth is this process's key resolver,
+// whose cache a revocation clears at once.
+type AdminDeps struct {
+	Tx         ports.Transactor
+	Clock      ports.Clock
+	IDs        ports.IDGenerator
+	Workspaces ports.WorkspaceStore
+	Users      ports.UserStore
+	Keys       ports.APIKeyStore
+	Auth       *Auth
+}
+
+// NewAdmin makes the operator's use cases.
+func NewAdmin(d AdminDeps) *Admin {
+	mustHave(map[string]any{
+		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Workspaces": d.Workspaces, "Users": d.Users, "Keys": d.Keys,
+	})
+	if d.Auth == nil {
+		panic("app: missing Auth")
+	}
+	return &Admin{d: d}
 }
 
 // CreateWorkspace makes a workspace.
@@ -65,7 +86,7 @@ func (s *Admin) RevokeKey(ctx context.Context, id string) (domain.APIKey, error)
 	if err != nil {
 		return domain.APIKey{}, err
 	}
-	s.auth.forget(k.SecretHash)
+	s.d.Auth.forget(k.SecretHash)
 	return k, nil
 }
 

@@ -7,13 +7,19 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/adapters/webhook"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
 func newApp(db *store.DB) *app.App {
-	return app.New(app.Deps{Tx: db, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks()}, app.AuthOptions{})
+	return app.New(app.Deps{
+		Tx: db, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
+		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
+		Addresses: webhook.AddressChecker{},
+	}, app.AuthOptions{})
 }
 
 // Servers starting together on an empty database bootstrap it exactly once:

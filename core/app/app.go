@@ -3,14 +3,19 @@
 package app
 
 import (
-	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-// Deps are the ports the services drive.
+// Deps are every adapter the core runs on. New, the composition root, hands
+// each service only the ports it uses. Every port is required (New panics
+// on a missing one: a wiring mistake, not a feature switch); only Clock and
+// IDs default, to the system ones.
 type Deps struct {
 	Tx         ports.Transactor
 	Clock      ports.Clock
@@ -20,13 +25,9 @@ type Deps struct {
 	Keys       ports.APIKeyStore
 	Projects   ports.ProjectStore
 	Tasks      ports.TaskStore
-	// Events records events in the transaction of the change. When nil and
-	// the webhook stores below are set, New records through the
-	// transactional outbox; when nil otherwise, nothing is recorded.
-	Events ports.EventRecorder
-
-	// Webhooks (issue 4): subscriptions, the event log, deliveries, the
-	// payload renderer of the outbox and the SSRF check of registration.
+	// Webhooks: subscriptions, the event log, deliveries, the payload
+	// renderer of the outbox and the SSRF check of registration. Every
+	// change records its event through the transactional outbox.
 	Webhooks   ports.WebhookStore
 	EventLog   ports.EventStore
 	Deliveries ports.DeliveryStore
@@ -43,11 +44,16 @@ type App struct {
 	Admin    *Admin
 	Webhooks *Webhooks
 
-	deps Deps
-	wake *signal // wakes this process's dispatchers after a commit
+	// What NewDispatcher needs besides its sender and watcher.
+	tx         ports.Transactor
+	clock      ports.Clock
+	webhooks   ports.WebhookStore
+	deliveries ports.DeliveryStore
+	wake       *Signal // wakes this process's dispatchers after a commit
 }
 
-// New wires the services. A nil Clock or IDs gets the system one.
+// New wires the services over d. A nil Clock or IDs gets the system one;
+// any other missing port panics.
 func New(d Deps, opts AuthOptions) *App {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
@@ -55,23 +61,50 @@ func New(d Deps, opts AuthOptions) *App {
 	if d.IDs == nil {
 		d.IDs = RandomIDs{}
 	}
-	wake := newSignal()
-	if d.Tx != nil {
-		d.Tx = hookedTx{inner: d.Tx}
+	mustHave(map[string]any{
+		"Tx": d.Tx, "Workspaces": d.Workspaces, "Users": d.Users, "Keys": d.Keys, "Projects": d.Projects,
+		"Tasks": d.Tasks, "Webhooks": d.Webhooks, "EventLog": d.EventLog, "Deliveries": d.Deliveries,
+		"Payloads": d.Payloads, "Addresses": d.Addresses,
+	})
+	wake := NewSignal()
+	tx := hookedTx{inner: d.Tx}
+	events := &outbox{
+		ids: d.IDs, webhooks: d.Webhooks, events: d.EventLog, deliveries: d.Deliveries,
+		payloads: d.Payloads, wake: wake,
 	}
-	if d.Events == nil && d.Webhooks != nil && d.EventLog != nil && d.Deliveries != nil && d.Payloads != nil {
-		d.Events = &outbox{d: d, wake: wake}
-	}
-	auth := newAuth(d, opts)
+	auth := NewAuth(AuthDeps{Keys: d.Keys, Clock: d.Clock}, opts)
 	return &App{
-		Auth:     auth,
-		Users:    &Users{d: d},
-		Projects: &Projects{d: d},
-		Tasks:    &Tasks{d: d},
-		Admin:    &Admin{d: d, auth: auth},
-		Webhooks: &Webhooks{d: d, wake: wake},
-		deps:     d,
-		wake:     wake,
+		Auth:  auth,
+		Users: NewUsers(UsersDeps{Users: d.Users}),
+		Projects: NewProjects(ProjectsDeps{
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Projects: d.Projects, Events: events,
+		}),
+		Tasks: NewTasks(TasksDeps{
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Tasks: d.Tasks, Projects: d.Projects, Users: d.Users, Events: events,
+		}),
+		Admin: NewAdmin(AdminDeps{
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Workspaces: d.Workspaces, Users: d.Users, Keys: d.Keys, Auth: auth,
+		}),
+		Webhooks: NewWebhooks(WebhooksDeps{
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
+			Addresses: d.Addresses, Wake: wake,
+		}),
+		tx: tx, clock: d.Clock, webhooks: d.Webhooks, deliveries: d.Deliveries, wake: wake,
+	}
+}
+
+// mustHave panics naming the ports of deps that are nil: the core refuses
+// to run with part of its wiring missing rather than silently doing less.
+func mustHave(deps map[string]any) {
+	var missing []string
+	for name, p := range deps {
+		if p == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		panic(fmt.Sprintf("app: missing ports: %s", strings.Join(missing, ", ")))
 	}
 }
 
@@ -87,31 +120,11 @@ type RandomIDs struct{}
 // NewID returns a fresh id of the given kind.
 func (RandomIDs) NewID(prefix string) string { return domain.NewID(prefix) }
 
-// pageQuery turns a page request into the store's keyset arguments: the
-// position after which to read, and how many rows (one more than the page, to
-// learn whether more exist).
-func pageQuery(req domain.PageRequest, scope string) (*domain.Position, int, error) {
-	if err := domain.ValidateLimit("limit", req.Limit); err != nil {
-		return nil, 0, err
+// newEvent is an event about to be recorded. It is the one place events are
+// born, so REST and GraphQL emit the same ones.
+func newEvent(ids ports.IDGenerator, clock ports.Clock, workspaceID string, typ domain.EventType, data any, changes domain.Changes) domain.Event {
+	return domain.Event{
+		ID: ids.NewID(domain.PrefixEvent), WorkspaceID: workspaceID, Type: typ,
+		CreatedAt: domain.Timestamp(clock.Now()), Data: data, Previous: changes,
 	}
-	if req.Cursor == "" {
-		return nil, req.Limit + 1, nil
-	}
-	pos, err := domain.DecodeCursor("cursor", scope, req.Cursor)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &pos, req.Limit + 1, nil
-}
-
-// record records an event in the current transaction. It is the one place
-// events are born, so REST and GraphQL emit the same ones.
-func (d Deps) record(ctx context.Context, workspaceID string, typ domain.EventType, data any, changes domain.Changes) error {
-	if d.Events == nil {
-		return nil
-	}
-	return d.Events.RecordEvent(ctx, domain.Event{
-		ID: d.IDs.NewID(domain.PrefixEvent), WorkspaceID: workspaceID, Type: typ,
-		CreatedAt: domain.Timestamp(d.Clock.Now()), Data: data, Previous: changes,
-	})
 }

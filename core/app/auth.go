@@ -7,6 +7,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 // AuthOptions tune API key resolution.
@@ -27,7 +28,7 @@ type AuthOptions struct {
 // short TTL; revocation takes effect everywhere within that TTL, and at once
 // in the process that revoked.
 type Auth struct {
-	d     Deps
+	d     AuthDeps
 	opts  AuthOptions
 	cache *lru.Cache[string, cachedKey]
 }
@@ -38,7 +39,15 @@ type cachedKey struct {
 	fetchedAt time.Time
 }
 
-func newAuth(d Deps, o AuthOptions) *Auth {
+// AuthDeps are the ports Auth uses.
+type AuthDeps struct {
+	Keys  ports.APIKeyStore
+	Clock ports.Clock
+}
+
+// NewAuth makes the key resolver.
+func NewAuth(d AuthDeps, o AuthOptions) *Auth {
+	mustHave(map[string]any{"Keys": d.Keys, "Clock": d.Clock})
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = 5 * time.Second
 	}

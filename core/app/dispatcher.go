@@ -46,12 +46,9 @@ type DispatcherOptions struct {
 // through the DeliveryWatcher, when a retry it scheduled falls due, and by a
 // slow poll as the fallback.
 type Dispatcher struct {
-	d       Deps
-	sender  ports.WebhookSender
-	watcher ports.DeliveryWatcher
-	wake    *signal
-	opts    DispatcherOptions
-	log     *slog.Logger
+	d    DispatcherDeps
+	opts DispatcherOptions
+	log  *slog.Logger
 
 	mu       sync.Mutex
 	inFlight int
@@ -62,9 +59,43 @@ type Dispatcher struct {
 	wg       sync.WaitGroup
 }
 
-// NewDispatcher makes a dispatcher over the app's stores. watcher may be nil
-// (a single process on a database without notifications).
+// DispatcherDeps are the ports the dispatcher uses, all required.
+type DispatcherDeps struct {
+	// Tx and Webhooks serve a 410: the webhook is deactivated in the
+	// transaction that records the outcome.
+	Tx         ports.Transactor
+	Deliveries ports.DeliveryStore
+	Webhooks   ports.WebhookStore
+	Sender     ports.WebhookSender
+	// Watcher wakes it when other processes commit deliveries; a database
+	// without notifications gives a channel that only closes.
+	Watcher ports.DeliveryWatcher
+	// Wake is this process's signal, notified after a local commit.
+	Wake *Signal
+	// Clock decides what is due; After waits (time.After in production), so
+	// that tests can run the schedule on a fake clock.
+	Clock ports.Clock
+	After func(time.Duration) <-chan time.Time
+}
+
+// NewDispatcher makes a dispatcher over the app's stores and wake signal,
+// with the system timers.
 func (a *App) NewDispatcher(sender ports.WebhookSender, watcher ports.DeliveryWatcher, o DispatcherOptions) *Dispatcher {
+	return NewDispatcher(DispatcherDeps{
+		Tx: a.tx, Deliveries: a.deliveries, Webhooks: a.webhooks, Sender: sender, Watcher: watcher,
+		Wake: a.wake, Clock: a.clock, After: time.After,
+	}, o)
+}
+
+// NewDispatcher makes a dispatcher; zero options get their defaults.
+func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
+	mustHave(map[string]any{
+		"Tx": d.Tx, "Deliveries": d.Deliveries, "Webhooks": d.Webhooks, "Sender": d.Sender,
+		"Watcher": d.Watcher, "Clock": d.Clock,
+	})
+	if d.Wake == nil || d.After == nil {
+		panic("app: the dispatcher needs Wake and After")
+	}
 	if o.Workers <= 0 {
 		o.Workers = 16
 	}
@@ -86,29 +117,21 @@ func (a *App) NewDispatcher(sender ports.WebhookSender, watcher ports.DeliveryWa
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Dispatcher{
-		d: a.deps, sender: sender, watcher: watcher, wake: a.wake, opts: o, log: o.Logger,
-		perHook: map[string]int{}, freed: make(chan struct{}, 1),
-	}
+	return &Dispatcher{d: d, opts: o, log: o.Logger, perHook: map[string]int{}, freed: make(chan struct{}, 1)}
 }
 
 // Run dispatches until ctx ends. Then it stops claiming, lets the attempts
 // in flight finish (each bounded by the sender's timeout) and record their
 // outcome, and returns.
 func (x *Dispatcher) Run(ctx context.Context) error {
-	local, unsubscribe := x.wake.subscribe()
+	local, unsubscribe := x.d.Wake.Subscribe()
 	defer unsubscribe()
 	var remote <-chan struct{}
-	if x.watcher != nil {
-		c, err := x.watcher.WatchDeliveries(ctx)
-		if err != nil {
-			x.log.Warn("webhook dispatcher: no notifications from other processes; polling", "error", err.Error())
-		} else {
-			remote = c
-		}
+	if c, err := x.d.Watcher.WatchDeliveries(ctx); err != nil {
+		x.log.Warn("webhook dispatcher: no notifications from other processes; polling", "error", err.Error())
+	} else {
+		remote = c
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	onlyFreed := false
 	for ctx.Err() == nil {
 		// While working through a backlog, a worker coming free does not
@@ -120,7 +143,7 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 			onlyFreed = false
 			continue
 		}
-		timer.Reset(x.untilNextWake())
+		timer := x.d.After(x.untilNextWake())
 		onlyFreed = false
 		select {
 		case <-ctx.Done():
@@ -131,7 +154,7 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 			}
 		case <-x.freed:
 			onlyFreed = true
-		case <-timer.C:
+		case <-timer:
 		}
 	}
 	x.wg.Wait()
@@ -229,7 +252,7 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 		// start any more.
 		out = domain.Outcome{Delivery: d.Fail("The retry window closed before the next attempt.")}
 	} else {
-		res := x.sender.Send(ctx, ports.WebhookAttempt{
+		res := x.d.Sender.Send(ctx, ports.WebhookAttempt{
 			URL: c.URL, Secret: c.Secret, EventID: d.EventID, EventType: d.EventType,
 			Attempt: d.Attempts + 1, Body: c.Payload,
 		})
@@ -282,7 +305,7 @@ func (x *Dispatcher) deactivate(ctx context.Context, d domain.Delivery) error {
 		if err != nil {
 			return err
 		}
-		next, changed, err := w.Apply(domain.WebhookPatch{Active: domain.Set(false)}, x.d.Clock.Now())
+		next, changed, err := w.Apply(domain.WebhookFields{Active: domain.Set(false)}, x.d.Clock.Now())
 		if err != nil || !changed {
 			return err
 		}

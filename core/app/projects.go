@@ -8,22 +8,36 @@ import (
 )
 
 // Projects is the project use cases.
-type Projects struct{ d Deps }
+type Projects struct{ d ProjectsDeps }
 
-// ProjectInput is what creating a project takes.
-type ProjectInput struct {
-	Name string
-	Key  string
+// ProjectsDeps are the ports Projects uses. Events records project.created
+// and project.updated in the transaction of the change.
+type ProjectsDeps struct {
+	Tx       ports.Transactor
+	Clock    ports.Clock
+	IDs      ports.IDGenerator
+	Projects ports.ProjectStore
+	Events   ports.EventRecorder
+}
+
+// NewProjects makes the project use cases.
+func NewProjects(d ProjectsDeps) *Projects {
+	mustHave(map[string]any{"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Projects": d.Projects, "Events": d.Events})
+	return &Projects{d: d}
+}
+
+func (s *Projects) record(ctx context.Context, a domain.Actor, typ domain.EventType, p domain.Project, changes domain.Changes) error {
+	return s.d.Events.RecordEvent(ctx, newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, typ, p, changes))
 }
 
 // Create makes a project in the caller's workspace. Members and admins only;
 // validation_failed on a bad name or key, resource_already_exists when the
 // key is taken.
-func (s *Projects) Create(ctx context.Context, a domain.Actor, in ProjectInput) (domain.Project, error) {
+func (s *Projects) Create(ctx context.Context, a domain.Actor, in domain.ProjectFields) (domain.Project, error) {
 	if err := a.Require(domain.PermWrite); err != nil {
 		return domain.Project{}, err
 	}
-	p, err := domain.NewProject(s.d.IDs.NewID(domain.PrefixProject), a.WorkspaceID, in.Name, in.Key, s.d.Clock.Now())
+	p, err := domain.NewProject(s.d.IDs.NewID(domain.PrefixProject), a.WorkspaceID, in, s.d.Clock.Now())
 	if err != nil {
 		return domain.Project{}, err
 	}
@@ -31,7 +45,7 @@ func (s *Projects) Create(ctx context.Context, a domain.Actor, in ProjectInput) 
 		if err := s.d.Projects.CreateProject(ctx, p); err != nil {
 			return err
 		}
-		return s.d.record(ctx, a.WorkspaceID, domain.EventProjectCreated, p, nil)
+		return s.record(ctx, a, domain.EventProjectCreated, p, nil)
 	})
 	return p, err
 }
@@ -60,21 +74,20 @@ func (s *Projects) List(ctx context.Context, a domain.Actor, req domain.PageRequ
 	if err := a.Require(domain.PermRead); err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
-	scope := ProjectListScope(a.WorkspaceID)
-	after, n, err := pageQuery(req, scope)
+	k, err := req.Keyset(projectListScope(a.WorkspaceID))
 	if err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
-	ps, err := s.d.Projects.FindProjects(ctx, ports.ProjectFilter{WorkspaceID: a.WorkspaceID, After: after, Limit: n})
+	ps, err := s.d.Projects.FindProjects(ctx, ports.ProjectFilter{WorkspaceID: a.WorkspaceID, After: k.After, Limit: k.Rows()})
 	if err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
-	return domain.NewPage(ps, req.Limit, scope, domain.Project.Position), nil
+	return domain.NewPage(ps, k, domain.Project.Position), nil
 }
 
 // Update applies a merge patch to a project. A patch that changes nothing
 // returns the project as it is and writes nothing.
-func (s *Projects) Update(ctx context.Context, a domain.Actor, id string, patch domain.ProjectPatch) (domain.Project, error) {
+func (s *Projects) Update(ctx context.Context, a domain.Actor, id string, patch domain.ProjectFields) (domain.Project, error) {
 	if err := a.Require(domain.PermWrite); err != nil {
 		return domain.Project{}, err
 	}
@@ -98,7 +111,7 @@ func (s *Projects) Update(ctx context.Context, a domain.Actor, id string, patch 
 		if err := s.d.Projects.UpdateProject(ctx, updated); err != nil {
 			return err
 		}
-		return s.d.record(ctx, a.WorkspaceID, domain.EventProjectUpdated, updated, changes)
+		return s.record(ctx, a, domain.EventProjectUpdated, updated, changes)
 	})
 	return out, err
 }

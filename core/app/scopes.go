@@ -1,17 +1,40 @@
 package app
 
+import (
+	"fmt"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
 // The list scopes name the lists that cursors are issued for
 // (domain.EncodeCursor): a cursor of one list, or of one filter of a list, is
-// refused by every other. They are exported, as TaskListScope is, so that
-// GraphQL can give each edge of a connection its own cursor: the cursor of an
-// item is the next_cursor of a page that ends at that item, so REST and
-// GraphQL cursors are interchangeable.
+// refused by every other. Only the services know them: a page carries its
+// scope, and domain.Page.Cursor gives each item's cursor, so no edge
+// rebuilds one and REST and GraphQL cursors stay interchangeable.
 
-// UserListScope names the member list of a workspace.
-func UserListScope(workspaceID string) string { return "users:" + workspaceID }
+func userListScope(workspaceID string) string { return "users:" + workspaceID }
 
-// ProjectListScope names the project list of a workspace.
-func ProjectListScope(workspaceID string) string { return "projects:" + workspaceID }
+func projectListScope(workspaceID string) string { return "projects:" + workspaceID }
 
-// WebhookListScope names the webhook list of a workspace.
-func WebhookListScope(workspaceID string) string { return "webhooks:" + workspaceID }
+func webhookListScope(workspaceID string) string { return "webhooks:" + workspaceID }
+
+// taskListScope names a filtered task list, so that a cursor issued for one
+// filter is refused by another.
+func taskListScope(workspaceID, projectID string, f TaskListFilter) string {
+	status, assignee := "*", "*"
+	if f.Status != nil {
+		status = string(*f.Status)
+	}
+	if f.AssigneeID != nil {
+		assignee = *f.AssigneeID
+	}
+	return fmt.Sprintf("tasks:%s:%s:status=%s:assignee=%s", workspaceID, projectID, status, assignee)
+}
+
+func deliveryListScope(workspaceID, webhookID string, status *domain.DeliveryStatus) string {
+	st := "*"
+	if status != nil {
+		st = string(*status)
+	}
+	return fmt.Sprintf("deliveries:%s:%s:status=%s", workspaceID, webhookID, st)
+}

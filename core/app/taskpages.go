@@ -38,7 +38,7 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 		return fail(all, err)
 	}
 
-	scopes := make([]string, len(reqs))
+	keysets := make([]domain.Keyset, len(reqs))
 	var filters []ports.TaskFilter
 	var asked []int // asked[j] is the request filters[j] answers
 	for i, r := range reqs {
@@ -46,15 +46,19 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 			errs[i] = domain.NotFound("project", r.ProjectID)
 			continue
 		}
-		scopes[i] = TaskListScope(a.WorkspaceID, r.ProjectID, r.Filter)
-		after, n, err := pageQuery(r.Page, scopes[i])
+		if err := r.Filter.validate(); err != nil {
+			errs[i] = err
+			continue
+		}
+		k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, r.Filter))
 		if err != nil {
 			errs[i] = err
 			continue
 		}
+		keysets[i] = k
 		filters = append(filters, ports.TaskFilter{
 			WorkspaceID: a.WorkspaceID, ProjectID: r.ProjectID, Status: r.Filter.Status, AssigneeID: r.Filter.AssigneeID,
-			After: after, Limit: n,
+			After: k.After, Limit: k.Rows(),
 		})
 		asked = append(asked, i)
 	}
@@ -89,7 +93,7 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 			errs[i] = domain.NotFound("project", reqs[i].ProjectID)
 			continue
 		}
-		pages[i] = domain.NewPage(found[j], reqs[i].Page.Limit, scopes[i], domain.Task.Position)
+		pages[i] = domain.NewPage(found[j], keysets[i], domain.Task.Position)
 	}
 	return pages, errs
 }

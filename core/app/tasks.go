@@ -2,26 +2,59 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
 
 // Tasks is the task use cases.
-type Tasks struct{ d Deps }
+type Tasks struct{ d TasksDeps }
+
+// TasksDeps are the ports Tasks uses: its own store, the projects (which
+// hold the tasks and count them), the users (assignees must be members) and
+// the recorder of task events.
+type TasksDeps struct {
+	Tx       ports.Transactor
+	Clock    ports.Clock
+	IDs      ports.IDGenerator
+	Tasks    ports.TaskStore
+	Projects ports.ProjectStore
+	Users    ports.UserStore
+	Events   ports.EventRecorder
+}
+
+// NewTasks makes the task use cases.
+func NewTasks(d TasksDeps) *Tasks {
+	mustHave(map[string]any{
+		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Tasks": d.Tasks, "Projects": d.Projects,
+		"Users": d.Users, "Events": d.Events,
+	})
+	return &Tasks{d: d}
+}
+
+func (s *Tasks) record(ctx context.Context, a domain.Actor, typ domain.EventType, t domain.Task, changes domain.Changes) error {
+	return s.d.Events.RecordEvent(ctx, newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, typ, t, changes))
+}
 
 // TaskListFilter narrows a project's task list; nil fields match everything.
+// Status arrives unvalidated from the edge and is checked by the list.
 type TaskListFilter struct {
 	Status     *domain.Status
 	AssigneeID *string
+}
+
+func (f TaskListFilter) validate() error {
+	if f.Status != nil {
+		return f.Status.Validate()
+	}
+	return nil
 }
 
 // Create adds a task to a project of the caller's workspace. Members and
 // admins only. resource_not_found for an absent or foreign project;
 // validation_failed for a bad field, including an assignee who is not a
 // member of the workspace (param assignee_id).
-func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in domain.TaskInput) (domain.Task, error) {
+func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in domain.TaskFields) (domain.Task, error) {
 	if err := a.Require(domain.PermWrite); err != nil {
 		return domain.Task{}, err
 	}
@@ -45,7 +78,7 @@ func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in
 		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, projectID, 1); err != nil {
 			return err
 		}
-		return s.d.record(ctx, a.WorkspaceID, domain.EventTaskCreated, t, nil)
+		return s.record(ctx, a, domain.EventTaskCreated, t, nil)
 	})
 	return t, err
 }
@@ -57,7 +90,7 @@ func (s *Tasks) checkAssignee(ctx context.Context, a domain.Actor, id *string) e
 	}
 	_, err := s.d.Users.FindUserByID(ctx, a.WorkspaceID, *id)
 	if domain.IsCode(err, domain.CodeNotFound) {
-		return domain.Invalid("assignee_id", "assignee_id must be the id of a user of this workspace")
+		return domain.NotAnAssignee()
 	}
 	return err
 }
@@ -88,17 +121,23 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 	if err := a.Require(domain.PermRead); err != nil {
 		return none, err
 	}
+	// A bad page size or filter is the request's fault whatever the project.
+	if _, err := req.Size(); err != nil {
+		return none, err
+	}
+	if err := f.validate(); err != nil {
+		return none, err
+	}
 	if !domain.HasPrefix(projectID, domain.PrefixProject) {
 		return none, domain.NotFound("project", projectID)
 	}
-	scope := TaskListScope(a.WorkspaceID, projectID, f)
-	after, n, err := pageQuery(req, scope)
+	k, err := req.Keyset(taskListScope(a.WorkspaceID, projectID, f))
 	if err != nil {
 		return none, err
 	}
 	tasks, err := s.d.Tasks.FindTasks(ctx, ports.TaskFilter{
 		WorkspaceID: a.WorkspaceID, ProjectID: projectID, Status: f.Status, AssigneeID: f.AssigneeID,
-		After: after, Limit: n,
+		After: k.After, Limit: k.Rows(),
 	})
 	if err != nil {
 		return none, err
@@ -111,26 +150,13 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 			return none, err
 		}
 	}
-	return domain.NewPage(tasks, req.Limit, scope, domain.Task.Position), nil
-}
-
-// TaskListScope names a filtered task list, so that a cursor issued for one
-// filter is refused by another.
-func TaskListScope(workspaceID, projectID string, f TaskListFilter) string {
-	status, assignee := "*", "*"
-	if f.Status != nil {
-		status = string(*f.Status)
-	}
-	if f.AssigneeID != nil {
-		assignee = *f.AssigneeID
-	}
-	return fmt.Sprintf("tasks:%s:%s:status=%s:assignee=%s", workspaceID, projectID, status, assignee)
+	return domain.NewPage(tasks, k, domain.Task.Position), nil
 }
 
 // Update applies a merge patch to a task under the status rules of the
 // domain. A patch that changes nothing returns the task as it is, writes
 // nothing and emits no event.
-func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch domain.TaskPatch) (domain.Task, error) {
+func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch domain.TaskFields) (domain.Task, error) {
 	if err := a.Require(domain.PermWrite); err != nil {
 		return domain.Task{}, err
 	}
@@ -144,10 +170,8 @@ func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch dom
 			return err
 		}
 		// A bad field is reported before any status rule.
-		if patch.AssigneeID.Present && !patch.AssigneeID.Null {
-			if err := s.checkAssignee(ctx, a, &patch.AssigneeID.Value); err != nil {
-				return err
-			}
+		if err := s.checkAssignee(ctx, a, patch.AssigneeID.Ptr()); err != nil {
+			return err
 		}
 		next, changes, err := t.Apply(patch, s.d.Clock.Now())
 		if err != nil {
@@ -160,7 +184,7 @@ func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch dom
 		if err := s.d.Tasks.UpdateTask(ctx, next); err != nil {
 			return err
 		}
-		return s.d.record(ctx, a.WorkspaceID, domain.EventTaskUpdated, next, changes)
+		return s.record(ctx, a, domain.EventTaskUpdated, next, changes)
 	})
 	return out, err
 }
@@ -184,6 +208,6 @@ func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
 		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, t.ProjectID, -1); err != nil {
 			return err
 		}
-		return s.d.record(ctx, a.WorkspaceID, domain.EventTaskDeleted, t, nil)
+		return s.record(ctx, a, domain.EventTaskDeleted, t, nil)
 	})
 }

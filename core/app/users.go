@@ -8,7 +8,18 @@ import (
 )
 
 // Users reads the members of the caller's workspace.
-type Users struct{ d Deps }
+type Users struct{ d UsersDeps }
+
+// UsersDeps are the ports Users uses.
+type UsersDeps struct {
+	Users ports.UserStore
+}
+
+// NewUsers makes the member reads.
+func NewUsers(d UsersDeps) *Users {
+	mustHave(map[string]any{"Users": d.Users})
+	return &Users{d: d}
+}
 
 // Me returns the user that owns the caller's key.
 func (s *Users) Me(ctx context.Context, a domain.Actor) (domain.User, error) {
@@ -42,14 +53,13 @@ func (s *Users) List(ctx context.Context, a domain.Actor, req domain.PageRequest
 	if err := a.Require(domain.PermRead); err != nil {
 		return domain.Page[domain.User]{}, err
 	}
-	scope := UserListScope(a.WorkspaceID)
-	after, n, err := pageQuery(req, scope)
+	k, err := req.Keyset(userListScope(a.WorkspaceID))
 	if err != nil {
 		return domain.Page[domain.User]{}, err
 	}
-	users, err := s.d.Users.FindUsers(ctx, ports.UserFilter{WorkspaceID: a.WorkspaceID, After: after, Limit: n})
+	users, err := s.d.Users.FindUsers(ctx, ports.UserFilter{WorkspaceID: a.WorkspaceID, After: k.After, Limit: k.Rows()})
 	if err != nil {
 		return domain.Page[domain.User]{}, err
 	}
-	return domain.NewPage(users, req.Limit, scope, domain.User.Position), nil
+	return domain.NewPage(users, k, domain.User.Position), nil
 }

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -13,29 +11,47 @@ import (
 // admins only (contract section 2). The signing secret leaves the core only
 // from Create and RotateSecret; every other call returns the webhook with
 // Secret empty, so that no edge can show it by mistake.
-type Webhooks struct {
-	d    Deps
-	wake *signal
+type Webhooks struct{ d WebhooksDeps }
+
+// WebhooksDeps are the ports Webhooks uses. Addresses applies the SSRF rule
+// to registered URLs; Wake is notified once a redelivery commits.
+type WebhooksDeps struct {
+	Tx         ports.Transactor
+	Clock      ports.Clock
+	IDs        ports.IDGenerator
+	Webhooks   ports.WebhookStore
+	Deliveries ports.DeliveryStore
+	Addresses  ports.AddressChecker
+	Wake       *Signal
 }
 
-// WebhookInput is what creating a webhook takes.
-type WebhookInput struct {
-	URL    string
-	Events []string
+// NewWebhooks makes the webhook use cases.
+func NewWebhooks(d WebhooksDeps) *Webhooks {
+	mustHave(map[string]any{
+		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Webhooks": d.Webhooks, "Deliveries": d.Deliveries,
+		"Addresses": d.Addresses,
+	})
+	if d.Wake == nil {
+		panic("app: missing Wake")
+	}
+	return &Webhooks{d: d}
 }
 
 // Create registers a webhook in the caller's workspace and returns it with
 // its secret. validation_failed (param url) for a malformed URL or one whose
 // host is or resolves to a private address (unless those are allowed), and
 // (param events) for an empty or unknown event list.
-func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in WebhookInput) (domain.Webhook, error) {
+func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.WebhookFields) (domain.Webhook, error) {
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return domain.Webhook{}, err
 	}
-	if err := s.checkURL(ctx, in.URL); err != nil {
-		return domain.Webhook{}, err
+	// The URL is checked first, the address included, as on an update.
+	if u, ok := in.URL.Get(); ok {
+		if err := s.checkURL(ctx, u); err != nil {
+			return domain.Webhook{}, err
+		}
 	}
-	w, err := domain.NewWebhook(s.d.IDs.NewID(domain.PrefixWebhook), a.WorkspaceID, in.URL, in.Events, s.d.Clock.Now())
+	w, err := domain.NewWebhook(s.d.IDs.NewID(domain.PrefixWebhook), a.WorkspaceID, in, s.d.Clock.Now())
 	if err != nil {
 		return domain.Webhook{}, err
 	}
@@ -50,10 +66,6 @@ func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in WebhookInput) 
 func (s *Webhooks) checkURL(ctx context.Context, raw string) error {
 	if _, err := domain.ValidateWebhookURL(raw); err != nil {
 		return err
-	}
-	if s.d.Addresses == nil {
-		// Refuse rather than skip the SSRF rule when wiring forgot it.
-		return errors.New("webhooks: no address checker configured")
 	}
 	return s.d.Addresses.CheckWebhookURL(ctx, raw)
 }
@@ -76,34 +88,33 @@ func (s *Webhooks) List(ctx context.Context, a domain.Actor, req domain.PageRequ
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return none, err
 	}
-	scope := WebhookListScope(a.WorkspaceID)
-	after, n, err := pageQuery(req, scope)
+	k, err := req.Keyset(webhookListScope(a.WorkspaceID))
 	if err != nil {
 		return none, err
 	}
-	ws, err := s.d.Webhooks.FindWebhooks(ctx, ports.WebhookFilter{WorkspaceID: a.WorkspaceID, After: after, Limit: n})
+	ws, err := s.d.Webhooks.FindWebhooks(ctx, ports.WebhookFilter{WorkspaceID: a.WorkspaceID, After: k.After, Limit: k.Rows()})
 	if err != nil {
 		return none, err
 	}
 	for i := range ws {
 		ws[i] = withoutSecret(ws[i])
 	}
-	return domain.NewPage(ws, req.Limit, scope, domain.Webhook.Position), nil
+	return domain.NewPage(ws, k, domain.Webhook.Position), nil
 }
 
 // Update applies a merge patch (url, events, active). A new url passes the
 // same checks as on creation. Deactivating a webhook fails its pending
 // deliveries: an inactive webhook gets nothing. A patch that changes nothing
 // writes nothing.
-func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch domain.WebhookPatch) (domain.Webhook, error) {
+func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch domain.WebhookFields) (domain.Webhook, error) {
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return domain.Webhook{}, err
 	}
 	if !domain.HasPrefix(id, domain.PrefixWebhook) {
 		return domain.Webhook{}, domain.NotFound("webhook", id)
 	}
-	if patch.URL.Present && !patch.URL.Null {
-		if err := s.checkURL(ctx, patch.URL.Value); err != nil {
+	if u, ok := patch.URL.Get(); ok {
+		if err := s.checkURL(ctx, u); err != nil {
 			return domain.Webhook{}, err
 		}
 	}
@@ -166,26 +177,31 @@ func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string) 
 }
 
 // Deliveries pages through a webhook's deliveries, oldest first, filtered
-// by status when set. resource_not_found for an absent or foreign webhook.
+// by status when set (validation_failed, param status, for an unknown one).
+// resource_not_found for an absent or foreign webhook.
 func (s *Webhooks) Deliveries(ctx context.Context, a domain.Actor, webhookID string, status *domain.DeliveryStatus, req domain.PageRequest) (domain.Page[domain.Delivery], error) {
 	var none domain.Page[domain.Delivery]
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return none, err
 	}
+	// A bad page size or filter is the request's fault whatever the webhook.
+	if _, err := req.Size(); err != nil {
+		return none, err
+	}
+	if status != nil {
+		if err := status.Validate(); err != nil {
+			return none, err
+		}
+	}
 	if !domain.HasPrefix(webhookID, domain.PrefixWebhook) {
 		return none, domain.NotFound("webhook", webhookID)
 	}
-	st := "*"
-	if status != nil {
-		st = string(*status)
-	}
-	scope := fmt.Sprintf("deliveries:%s:%s:status=%s", a.WorkspaceID, webhookID, st)
-	after, n, err := pageQuery(req, scope)
+	k, err := req.Keyset(deliveryListScope(a.WorkspaceID, webhookID, status))
 	if err != nil {
 		return none, err
 	}
 	ds, err := s.d.Deliveries.FindDeliveries(ctx, ports.DeliveryFilter{
-		WorkspaceID: a.WorkspaceID, WebhookID: webhookID, Status: status, After: after, Limit: n,
+		WorkspaceID: a.WorkspaceID, WebhookID: webhookID, Status: status, After: k.After, Limit: k.Rows(),
 	})
 	if err != nil {
 		return none, err
@@ -197,7 +213,7 @@ func (s *Webhooks) Deliveries(ctx context.Context, a domain.Actor, webhookID str
 			return none, err
 		}
 	}
-	return domain.NewPage(ds, req.Limit, scope, domain.Delivery.Position), nil
+	return domain.NewPage(ds, k, domain.Delivery.Position), nil
 }
 
 // Redeliver sends a delivery again, whatever its status: back to pending,
@@ -225,7 +241,7 @@ func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, del
 		if err := s.d.Deliveries.RescheduleDelivery(ctx, out); err != nil {
 			return err
 		}
-		afterCommit(ctx, s.wake.notify)
+		afterCommit(ctx, s.d.Wake.Notify)
 		return nil
 	})
 	return out, err

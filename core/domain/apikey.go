@@ -32,10 +32,10 @@ type APIKey struct {
 func NewAPIKey(id string, user User, name string, ttl time.Duration, now time.Time) (APIKey, string, error) {
 	name = strings.TrimSpace(name)
 	if len(name) > 200 {
-		return APIKey{}, "", Invalid("name", "name must be at most 200 characters")
+		return APIKey{}, "", Invalid("name", "Must be at most 200 characters.")
 	}
 	if ttl < 0 {
-		return APIKey{}, "", Invalid("expires-in", "expires-in must be positive")
+		return APIKey{}, "", Invalid("expires-in", "Must be positive.")
 	}
 	secret := SecretPrefix + RandomBase62(secretRandomChars)
 	k := APIKey{

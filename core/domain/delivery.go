@@ -16,13 +16,14 @@ const (
 	DeliveryFailed    DeliveryStatus = "failed"
 )
 
-// ParseDeliveryStatus validates a delivery status name.
-func ParseDeliveryStatus(param, s string) (DeliveryStatus, error) {
-	switch st := DeliveryStatus(s); st {
+// Validate checks that s names a delivery status (the deliveries list's
+// status filter).
+func (s DeliveryStatus) Validate() error {
+	switch s {
 	case DeliveryPending, DeliverySucceeded, DeliveryFailed:
-		return st, nil
+		return nil
 	}
-	return "", Invalid(param, "%s must be one of pending, succeeded, failed", param)
+	return Invalid("status", "Must be one of pending, succeeded, failed.")
 }
 
 // Delivery is one event owed to one webhook, with its attempts so far.

@@ -24,7 +24,7 @@ func ParseEventType(param, s string) (EventType, error) {
 			return t, nil
 		}
 	}
-	return "", Invalid(param, "%s must hold only task.created, task.updated, task.deleted, project.created or project.updated", param)
+	return "", Invalid(param, "Must hold only task.created, task.updated, task.deleted, project.created or project.updated.")
 }
 
 // Event is something that happened to a task or project. Data is the Task or

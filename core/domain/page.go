@@ -14,13 +14,11 @@ const (
 	MaxPageLimit     = 100
 )
 
-// ValidateLimit checks a page size; param names the parameter at fault
-// ("limit" over REST, "first" over GraphQL).
-func ValidateLimit(param string, n int) error {
-	if n < 1 || n > MaxPageLimit {
-		return Invalid(param, "%s must be an integer from 1 to %d", param, MaxPageLimit)
-	}
-	return nil
+// InvalidLimit is the error of a page size outside 1..MaxPageLimit. An edge
+// whose transport value is not even an integer (REST's ?limit=abc) answers
+// with it too, so the rule has one message.
+func InvalidLimit() *Error {
+	return Invalid("limit", "Must be an integer from 1 to %d.", MaxPageLimit)
 }
 
 // Position is a place in a list ordered by (created_at, id) ascending.
@@ -30,16 +28,72 @@ type Position struct {
 }
 
 // PageRequest asks for the page after Cursor (the first page when empty).
+// Limit is the page size as the request carried it: absent or null means
+// DefaultPageLimit.
 type PageRequest struct {
-	Limit  int
+	Limit  Field[int]
 	Cursor string
 }
 
+// Size is the page size asked for, validated: DefaultPageLimit when absent
+// or null, else 1..MaxPageLimit.
+func (r PageRequest) Size() (int, error) {
+	n, ok := r.Limit.Get()
+	if !ok {
+		return DefaultPageLimit, nil
+	}
+	if n < 1 || n > MaxPageLimit {
+		return 0, InvalidLimit()
+	}
+	return n, nil
+}
+
+// Keyset is a validated page request of one list: the position after which
+// to read and the page size.
+type Keyset struct {
+	After *Position // nil for the first page
+	Size  int
+	scope string
+}
+
+// Keyset validates r for the list named scope: its size, then its cursor
+// (validation_failed, param limit or cursor).
+func (r PageRequest) Keyset(scope string) (Keyset, error) {
+	n, err := r.Size()
+	if err != nil {
+		return Keyset{}, err
+	}
+	k := Keyset{Size: n, scope: scope}
+	if r.Cursor != "" {
+		pos, err := DecodeCursor("cursor", scope, r.Cursor)
+		if err != nil {
+			return Keyset{}, err
+		}
+		k.After = &pos
+	}
+	return k, nil
+}
+
+// Rows is how many rows a store should read: one more than the page, to
+// learn whether more exist.
+func (k Keyset) Rows() int { return k.Size + 1 }
+
 // Page is one page of a list. NextCursor is empty when HasMore is false.
+// Cursor gives any item's cursor, computed only when asked for, so an edge
+// that needs only NextCursor pays nothing for the others.
 type Page[T any] struct {
 	Items      []T
 	HasMore    bool
 	NextCursor string
+
+	scope string
+	pos   func(T) Position
+}
+
+// Cursor is the cursor of Items[i]: the NextCursor a page ending at that
+// item would have, so cursors of either API are accepted by both.
+func (p Page[T]) Cursor(i int) string {
+	return EncodeCursor(p.scope, p.pos(p.Items[i]))
 }
 
 // Cursors are opaque to clients: base64url of a version byte, the position,
@@ -74,7 +128,7 @@ func EncodeCursor(scope string, p Position) string {
 // cursor, or one issued for another list or filter, is validation_failed on
 // param.
 func DecodeCursor(param, scope, s string) (Position, error) {
-	bad := Invalid(param, "%s is not a cursor issued for this list; pass the next_cursor of a previous page", param)
+	bad := Invalid(param, "Is not a cursor issued for this list; pass the next cursor of a previous page.")
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(raw) < 1+8+8+1+8 || raw[0] != cursorVersion {
 		return Position{}, bad
@@ -90,14 +144,14 @@ func DecodeCursor(param, scope, s string) (Position, error) {
 	return Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: string(body[17:])}, nil
 }
 
-// NewPage builds a page from up to limit+1 items fetched after the cursor: the
+// NewPage builds a page from up to k.Rows() items fetched for keyset k: the
 // extra item only tells that more exist.
-func NewPage[T any](items []T, limit int, scope string, pos func(T) Position) Page[T] {
-	p := Page[T]{Items: items}
-	if len(items) > limit {
-		p.Items = items[:limit]
+func NewPage[T any](items []T, k Keyset, pos func(T) Position) Page[T] {
+	p := Page[T]{Items: items, scope: k.scope, pos: pos}
+	if len(items) > k.Size {
+		p.Items = items[:k.Size]
 		p.HasMore = true
-		p.NextCursor = EncodeCursor(scope, pos(p.Items[limit-1]))
+		p.NextCursor = p.Cursor(k.Size - 1)
 	}
 	if p.Items == nil {
 		p.Items = []T{}

@@ -1,8 +1,11 @@
 package domain
 
-// Field is one field of a merge patch (RFC 7396): absent leaves the stored
-// value alone, Null clears a nullable field (and is a validation error for a
-// required one), otherwise Value replaces it.
+// Field is one field of a request body, unvalidated, as either API carries
+// it: absent, null, or a value. Creations and merge patches (RFC 7396) take
+// the same fields, so that every rule about a field runs once, here, for
+// both. In a patch, absent leaves the stored value alone, Null clears a
+// nullable field (and is a validation error for a required one), otherwise
+// Value replaces it.
 type Field[T any] struct {
 	Present bool
 	Null    bool
@@ -15,13 +18,33 @@ func Set[T any](v T) Field[T] { return Field[T]{Present: true, Value: v} }
 // Null returns a present field whose value is null.
 func Null[T any]() Field[T] { return Field[T]{Present: true, Null: true} }
 
+// Get returns the value of a present, non-null field.
+func (f Field[T]) Get() (T, bool) { return f.Value, f.Present && !f.Null }
+
+// Ptr is the value of a present, non-null field, or nil.
+func (f Field[T]) Ptr() *T {
+	if v, ok := f.Get(); ok {
+		return &v
+	}
+	return nil
+}
+
 // required returns the value of a patch field that may not be null.
 func required[T any](param string, f Field[T]) (T, error) {
 	if f.Null {
 		var zero T
-		return zero, Invalid(param, "%s must not be null", param)
+		return zero, Invalid(param, "Must not be null.")
 	}
 	return f.Value, nil
+}
+
+// mandatory returns the value of a creation field that must be given.
+func mandatory[T any](param string, f Field[T]) (T, error) {
+	if !f.Present {
+		var zero T
+		return zero, Invalid(param, "Is required.")
+	}
+	return required(param, f)
 }
 
 // Change records one field an update changed, with its value before the

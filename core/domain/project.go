@@ -19,27 +19,40 @@ type Project struct {
 	UpdatedAt   time.Time
 }
 
+// ProjectFields are a project's fields as a request carries them,
+// unvalidated: NewProject takes them for a creation (both required) and
+// Project.Apply for a merge patch (the key is fixed after creation).
+type ProjectFields struct {
+	Name Field[string]
+	Key  Field[string]
+}
+
 // NewProject validates a project about to be created.
-func NewProject(id, workspaceID, name, key string, now time.Time) (Project, error) {
-	name, err := cleanName("name", name, 200)
+func NewProject(id, workspaceID string, in ProjectFields, now time.Time) (Project, error) {
+	name, err := mandatory("name", in.Name)
 	if err != nil {
 		return Project{}, err
 	}
+	key, err := mandatory("key", in.Key)
+	if err != nil {
+		return Project{}, err
+	}
+	if name, err = cleanName("name", name, 200); err != nil {
+		return Project{}, err
+	}
 	if !projectKeyRe.MatchString(key) {
-		return Project{}, Invalid("key", "key must be 2-10 characters: an uppercase letter, then uppercase letters or digits")
+		return Project{}, Invalid("key", "Must be 2-10 characters: an uppercase letter, then uppercase letters or digits.")
 	}
 	now = Timestamp(now)
 	return Project{ID: id, WorkspaceID: workspaceID, Name: name, Key: key, CreatedAt: now, UpdatedAt: now}, nil
 }
 
-// ProjectPatch is a merge patch of a project; only the name may change.
-type ProjectPatch struct {
-	Name Field[string]
-}
-
 // Apply returns the project with patch applied and what changed. A patch that
 // changes nothing returns the project untouched (updated_at included).
-func (p Project) Apply(patch ProjectPatch, now time.Time) (Project, Changes, error) {
+func (p Project) Apply(patch ProjectFields, now time.Time) (Project, Changes, error) {
+	if patch.Key.Present {
+		return p, nil, Invalid("key", "Is fixed after creation.")
+	}
 	var changes Changes
 	if patch.Name.Present {
 		v, err := required("name", patch.Name)

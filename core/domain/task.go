@@ -18,14 +18,16 @@ const (
 // Statuses lists every status, in workflow order.
 var Statuses = []Status{StatusOpen, StatusInProgress, StatusDone, StatusArchived}
 
-// ParseStatus validates a status name; param names the field at fault.
-func ParseStatus(param, s string) (Status, error) {
+// Validate checks that s names a status. A status arrives unvalidated from
+// either API (a REST body or ?status= filter, a GraphQL enum) and is checked
+// here only.
+func (s Status) Validate() error {
 	for _, st := range Statuses {
-		if string(st) == s {
-			return st, nil
+		if st == s {
+			return nil
 		}
 	}
-	return "", Invalid(param, "%s must be one of open, in_progress, done, archived", param)
+	return Invalid("status", "Must be one of open, in_progress, done, archived.")
 }
 
 // transitions is the status state machine of contract section 6: the one
@@ -56,47 +58,65 @@ type Task struct {
 	UpdatedAt   time.Time
 }
 
-// TaskInput is what creating a task takes. An empty Status means open.
-type TaskInput struct {
-	Title      string
-	Status     Status
-	AssigneeID *string
-	DueAt      *time.Time
-}
-
-// NewTask validates a task about to be created. That the assignee belongs to
-// the workspace is checked by the caller, which can see the users.
-func NewTask(id, workspaceID, projectID string, in TaskInput, now time.Time) (Task, error) {
-	title, err := cleanName("title", in.Title, 500)
-	if err != nil {
-		return Task{}, err
-	}
-	status := in.Status
-	if status == "" {
-		status = StatusOpen
-	}
-	if _, err := ParseStatus("status", string(status)); err != nil {
-		return Task{}, err
-	}
-	if !creatable[status] {
-		return Task{}, Invalid("status", "a task is created open, in_progress or done; archive it afterwards")
-	}
-	if in.AssigneeID != nil && !HasPrefix(*in.AssigneeID, PrefixUser) {
-		return Task{}, Invalid("assignee_id", "assignee_id must be the id of a user of this workspace")
-	}
-	now = Timestamp(now)
-	return Task{
-		ID: id, WorkspaceID: workspaceID, ProjectID: projectID, Title: title, Status: status,
-		AssigneeID: in.AssigneeID, DueAt: TimestampPtr(in.DueAt), CreatedAt: now, UpdatedAt: now,
-	}, nil
-}
-
-// TaskPatch is a merge patch of a task.
-type TaskPatch struct {
+// TaskFields are a task's writable fields as a request carries them,
+// unvalidated. NewTask takes them for a creation and Task.Apply for a merge
+// patch, so each rule runs once, in the domain, whichever API the value came
+// from.
+type TaskFields struct {
 	Title      Field[string]
 	Status     Field[Status]
 	AssigneeID Field[string]
 	DueAt      Field[time.Time]
+}
+
+// NewTask validates a task about to be created: title required; status
+// absent means open, null is refused, and only open, in_progress and done
+// may be created; assignee_id and due_at absent or null mean none. That the
+// assignee belongs to the workspace is checked by the caller, which can see
+// the users.
+func NewTask(id, workspaceID, projectID string, in TaskFields, now time.Time) (Task, error) {
+	title, err := mandatory("title", in.Title)
+	if err != nil {
+		return Task{}, err
+	}
+	if title, err = cleanName("title", title, 500); err != nil {
+		return Task{}, err
+	}
+	status := StatusOpen
+	if in.Status.Present {
+		if status, err = required("status", in.Status); err != nil {
+			return Task{}, err
+		}
+		if err := status.Validate(); err != nil {
+			return Task{}, err
+		}
+		if !creatable[status] {
+			return Task{}, Invalid("status", "A task is created open, in_progress or done; archive it afterwards.")
+		}
+	}
+	assignee := in.AssigneeID.Ptr()
+	if err := checkAssigneeID(assignee); err != nil {
+		return Task{}, err
+	}
+	now = Timestamp(now)
+	return Task{
+		ID: id, WorkspaceID: workspaceID, ProjectID: projectID, Title: title, Status: status,
+		AssigneeID: assignee, DueAt: TimestampPtr(in.DueAt.Ptr()), CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// NotAnAssignee is the error of an assignee_id that names no user of the
+// caller's workspace, whether the id is of the wrong kind (seen here) or
+// names nobody there (seen by the caller, which can see the users).
+func NotAnAssignee() *Error {
+	return Invalid("assignee_id", "Must be the id of a user of this workspace.")
+}
+
+func checkAssigneeID(id *string) error {
+	if id != nil && !HasPrefix(*id, PrefixUser) {
+		return NotAnAssignee()
+	}
+	return nil
 }
 
 // Apply returns the task with patch applied and what changed. Field values
@@ -104,7 +124,7 @@ type TaskPatch struct {
 // (invalid_status_transition): the move must be in the transition table, and
 // an archived task accepts no change unless the same patch reopens it. A
 // patch that changes nothing is a no-op, whatever the status.
-func (t Task) Apply(patch TaskPatch, now time.Time) (Task, Changes, error) {
+func (t Task) Apply(patch TaskFields, now time.Time) (Task, Changes, error) {
 	next := t
 	var changes Changes
 	if patch.Title.Present {
@@ -125,7 +145,7 @@ func (t Task) Apply(patch TaskPatch, now time.Time) (Task, Changes, error) {
 		if err != nil {
 			return t, nil, err
 		}
-		if _, err := ParseStatus("status", string(v)); err != nil {
+		if err := v.Validate(); err != nil {
 			return t, nil, err
 		}
 		if v != t.Status {
@@ -134,13 +154,9 @@ func (t Task) Apply(patch TaskPatch, now time.Time) (Task, Changes, error) {
 		}
 	}
 	if patch.AssigneeID.Present {
-		var v *string
-		if !patch.AssigneeID.Null {
-			if !HasPrefix(patch.AssigneeID.Value, PrefixUser) {
-				return t, nil, Invalid("assignee_id", "assignee_id must be the id of a user of this workspace")
-			}
-			s := patch.AssigneeID.Value
-			v = &s
+		v := patch.AssigneeID.Ptr()
+		if err := checkAssigneeID(v); err != nil {
+			return t, nil, err
 		}
 		if !equalPtr(v, t.AssigneeID) {
 			changes = append(changes, Change{Field: "assignee_id", Old: t.AssigneeID})
@@ -148,10 +164,7 @@ func (t Task) Apply(patch TaskPatch, now time.Time) (Task, Changes, error) {
 		}
 	}
 	if patch.DueAt.Present {
-		var v *time.Time
-		if !patch.DueAt.Null {
-			v = TimestampPtr(&patch.DueAt.Value)
-		}
+		v := TimestampPtr(patch.DueAt.Ptr())
 		if !equalTime(v, t.DueAt) {
 			changes = append(changes, Change{Field: "due_at", Old: t.DueAt})
 			next.DueAt = v

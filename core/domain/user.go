@@ -22,7 +22,7 @@ func ParseRole(param, s string) (Role, error) {
 	case RoleGuest, RoleMember, RoleAdmin:
 		return r, nil
 	}
-	return "", Invalid(param, "%s must be one of admin, member, guest", param)
+	return "", Invalid(param, "Must be one of admin, member, guest.")
 }
 
 func (r Role) rank() int {
@@ -74,7 +74,7 @@ type User struct {
 func NewUser(id, workspaceID, email, name string, role Role, now time.Time) (User, error) {
 	email = strings.TrimSpace(email)
 	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > 254 {
-		return User{}, Invalid("email", "email must be a plain email address")
+		return User{}, Invalid("email", "Must be a plain email address.")
 	}
 	name, err := cleanName("name", name, 200)
 	if err != nil {

@@ -25,20 +25,42 @@ type Webhook struct {
 // NewWebhookSecret returns a fresh signing secret.
 func NewWebhookSecret() string { return WebhookSecretPrefix + RandomBase62(40) }
 
+// WebhookFields are a webhook's writable fields as a request carries them,
+// unvalidated: NewWebhook takes them for a registration (url and events
+// required, active true unless given) and Webhook.Apply for a merge patch.
+type WebhookFields struct {
+	URL    Field[string]
+	Events Field[[]string]
+	Active Field[bool]
+}
+
 // NewWebhook validates a webhook about to be created. Whether the URL's host
 // is a private address is checked by the caller, which can resolve names.
-func NewWebhook(id, workspaceID, rawURL string, events []string, now time.Time) (Webhook, error) {
-	u, err := ValidateWebhookURL(rawURL)
+func NewWebhook(id, workspaceID string, in WebhookFields, now time.Time) (Webhook, error) {
+	u, err := mandatory("url", in.URL)
 	if err != nil {
 		return Webhook{}, err
 	}
-	evs, err := ParseEventTypes("events", events)
+	if u, err = ValidateWebhookURL(u); err != nil {
+		return Webhook{}, err
+	}
+	names, err := mandatory("events", in.Events)
 	if err != nil {
 		return Webhook{}, err
+	}
+	evs, err := ParseEventTypes("events", names)
+	if err != nil {
+		return Webhook{}, err
+	}
+	active := true
+	if in.Active.Present {
+		if active, err = required("active", in.Active); err != nil {
+			return Webhook{}, err
+		}
 	}
 	now = Timestamp(now)
 	return Webhook{
-		ID: id, WorkspaceID: workspaceID, URL: u, Events: evs, Active: true,
+		ID: id, WorkspaceID: workspaceID, URL: u, Events: evs, Active: active,
 		Secret: NewWebhookSecret(), CreatedAt: now, UpdatedAt: now,
 	}, nil
 }
@@ -46,25 +68,25 @@ func NewWebhook(id, workspaceID, rawURL string, events []string, now time.Time) 
 // ValidateWebhookURL checks the shape of a delivery URL: absolute http or
 // https, a host, at most 2048 characters, no user-info.
 func ValidateWebhookURL(raw string) (string, error) {
-	bad := func(why string) error { return Invalid("url", "url %s", why) }
+	bad := func(why string) error { return Invalid("url", "Must %s.", why) }
 	if len(raw) > 2048 {
-		return "", bad("must be at most 2048 characters")
+		return "", bad("be at most 2048 characters")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() {
-		return "", bad("must be an absolute http or https URL")
+		return "", bad("be an absolute http or https URL")
 	}
 	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return "", bad("must use http or https")
+		return "", bad("use http or https")
 	}
 	if u.User != nil {
-		return "", bad("must not contain user information")
+		return "", bad("not contain user information")
 	}
 	if u.Hostname() == "" {
-		return "", bad("must name a host")
+		return "", bad("name a host")
 	}
 	if u.Fragment != "" {
-		return "", bad("must not contain a fragment")
+		return "", bad("not contain a fragment")
 	}
 	return raw, nil
 }
@@ -85,7 +107,7 @@ func ParseEventTypes(param string, names []string) ([]EventType, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, Invalid(param, "%s must hold at least one event type", param)
+		return nil, Invalid(param, "Must hold at least one event type.")
 	}
 	return out, nil
 }
@@ -100,15 +122,8 @@ func (w Webhook) Subscribes(t EventType) bool {
 	return false
 }
 
-// WebhookPatch is a merge patch of a webhook.
-type WebhookPatch struct {
-	URL    Field[string]
-	Events Field[[]string]
-	Active Field[bool]
-}
-
 // Apply returns the webhook with patch applied and whether anything changed.
-func (w Webhook) Apply(patch WebhookPatch, now time.Time) (Webhook, bool, error) {
+func (w Webhook) Apply(patch WebhookFields, now time.Time) (Webhook, bool, error) {
 	next := w
 	changed := false
 	if patch.URL.Present {

@@ -28,18 +28,15 @@ func NewWorkspace(id, name string, now time.Time) (Workspace, error) {
 func cleanName(param, s string, maxLen int) (string, error) {
 	s = strings.TrimSpace(s)
 	n := utf8.RuneCountInString(s)
-	if n == 0 {
-		return "", Invalid(param, "%s must not be empty", param)
-	}
-	if n > maxLen {
-		return "", Invalid(param, "%s must be at most %d characters", param, maxLen)
+	if n == 0 || n > maxLen {
+		return "", Invalid(param, "Must be 1 to %d characters after trimming.", maxLen)
 	}
 	if !utf8.ValidString(s) {
-		return "", Invalid(param, "%s must be valid UTF-8", param)
+		return "", Invalid(param, "Must be valid UTF-8.")
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return "", Invalid(param, "%s must not contain control characters", param)
+			return "", Invalid(param, "Must not contain control characters.")
 		}
 	}
 	return s, nil
