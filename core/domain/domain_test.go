@@ -186,3 +186,78 @@ func TestWebhookURL(t *testing.T) {
 		}
 	}
 }
+
+// Task creation applies every field rule itself, on the same unvalidated
+// fields a patch takes, whichever API they came from.
+func TestNewTaskRules(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ok := domain.Set("Write the spec")
+	cases := []struct {
+		name  string
+		in    domain.TaskFields
+		param string
+	}{
+		{"title absent", domain.TaskFields{}, "title"},
+		{"title null", domain.TaskFields{Title: domain.Null[string]()}, "title"},
+		{"title blank", domain.TaskFields{Title: domain.Set("  ")}, "title"},
+		{"status null", domain.TaskFields{Title: ok, Status: domain.Null[domain.Status]()}, "status"},
+		{"status unknown", domain.TaskFields{Title: ok, Status: domain.Set(domain.Status("later"))}, "status"},
+		{"status archived", domain.TaskFields{Title: ok, Status: domain.Set(domain.StatusArchived)}, "status"},
+		{"assignee of another kind", domain.TaskFields{Title: ok, AssigneeID: domain.Set("prj_1")}, "assignee_id"},
+	}
+	for _, c := range cases {
+		_, err := domain.NewTask("tsk_1", "wsp_1", "prj_1", c.in, now)
+		e, isDomain := domain.AsError(err)
+		if !isDomain || e.Code != domain.CodeValidationFailed || e.Param != c.param {
+			t.Fatalf("%s: %v, want validation_failed on %s", c.name, err, c.param)
+		}
+		if strings.HasPrefix(e.Message, c.param+" ") || !strings.HasSuffix(e.Message, ".") {
+			t.Fatalf("%s: the message %q must read without its param, as a sentence", c.name, e.Message)
+		}
+	}
+	task, err := domain.NewTask("tsk_1", "wsp_1", "prj_1", domain.TaskFields{Title: ok, AssigneeID: domain.Null[string](), DueAt: domain.Null[time.Time]()}, now)
+	if err != nil || task.Status != domain.StatusOpen || task.AssigneeID != nil || task.DueAt != nil {
+		t.Fatalf("absent status is open, null assignee and due_at are none: %+v %v", task, err)
+	}
+}
+
+// The page size rule: the default when absent or null, 1..100 otherwise,
+// reported on param limit.
+func TestPageRequestSize(t *testing.T) {
+	for _, c := range []struct {
+		limit domain.Field[int]
+		want  int
+	}{{domain.Field[int]{}, domain.DefaultPageLimit}, {domain.Null[int](), domain.DefaultPageLimit}, {domain.Set(1), 1}, {domain.Set(100), 100}} {
+		if n, err := (domain.PageRequest{Limit: c.limit}).Size(); err != nil || n != c.want {
+			t.Fatalf("%+v: %d %v, want %d", c.limit, n, err, c.want)
+		}
+	}
+	for _, bad := range []int{0, -1, 101} {
+		_, err := domain.PageRequest{Limit: domain.Set(bad)}.Size()
+		if e, ok := domain.AsError(err); !ok || e.Param != "limit" || e.Code != domain.CodeValidationFailed {
+			t.Fatalf("limit %d: %v", bad, err)
+		}
+	}
+}
+
+// A page gives each item the cursor a page ending at that item would have
+// as its next cursor, so per-item cursors need no scope from the edge.
+func TestPageCursors(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	items := []domain.Project{{ID: "prj_a", CreatedAt: base}, {ID: "prj_b", CreatedAt: base.Add(time.Second)}, {ID: "prj_c", CreatedAt: base.Add(2 * time.Second)}}
+	k, err := domain.PageRequest{Limit: domain.Set(2)}.Keyset("projects:wsp_1")
+	if err != nil || k.Rows() != 3 {
+		t.Fatalf("keyset: %+v %v", k, err)
+	}
+	p := domain.NewPage(items, k, domain.Project.Position)
+	if !p.HasMore || len(p.Items) != 2 || p.Cursor(1) != p.NextCursor {
+		t.Fatalf("page: %+v", p)
+	}
+	next, err := domain.PageRequest{Cursor: p.Cursor(0)}.Keyset("projects:wsp_1")
+	if err != nil || next.After == nil || next.After.ID != "prj_a" {
+		t.Fatalf("item cursor: %+v %v", next, err)
+	}
+	if _, err := (domain.PageRequest{Cursor: p.Cursor(0)}).Keyset("projects:wsp_2"); !domain.IsCode(err, domain.CodeValidationFailed) {
+		t.Fatal("an item's cursor was accepted by another list")
+	}
+}
