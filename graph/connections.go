@@ -20,53 +20,40 @@ func pageRequest(first *int, after *string) domain.PageRequest {
 	return req
 }
 
-// edges returns the cursor of each item of a page (the page's own: the
-// next_cursor a REST page ending at that item would have, so both APIs
-// accept each other's cursors) and the page's PageInfo.
-func edges[T any](p domain.Page[T]) ([]string, *model.PageInfo) {
-	cursors := make([]string, len(p.Items))
-	for i := range p.Items {
-		cursors[i] = p.Cursor(i)
-	}
+// connection builds the edges and PageInfo of a Relay connection from a
+// page: each edge carries the page's own cursor of its item (the next_cursor
+// a REST page ending at that item would have, so both APIs accept each
+// other's cursors); edge makes one edge of the connection's generated type.
+func connection[T, E any](p domain.Page[T], edge func(cursor string, node *T) E) ([]E, *model.PageInfo) {
+	edges := make([]E, len(p.Items))
 	info := &model.PageInfo{HasNextPage: p.HasMore}
-	if n := len(cursors); n > 0 {
-		info.StartCursor, info.EndCursor = &cursors[0], &cursors[n-1]
+	for i := range p.Items {
+		cursor := p.Cursor(i)
+		edges[i] = edge(cursor, &p.Items[i])
+		if i == 0 {
+			info.StartCursor = &cursor
+		}
+		info.EndCursor = &cursor
 	}
-	return cursors, info
+	return edges, info
 }
 
 func userConnection(p domain.Page[domain.User]) *model.UserConnection {
-	cursors, info := edges(p)
-	c := &model.UserConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.UserEdge, len(p.Items))}
-	for i := range p.Items {
-		c.Edges[i] = model.UserEdge{Cursor: cursors[i], Node: &p.Items[i]}
-	}
-	return c
+	edges, info := connection(p, func(c string, n *domain.User) model.UserEdge { return model.UserEdge{Cursor: c, Node: n} })
+	return &model.UserConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
 }
 
 func projectConnection(p domain.Page[domain.Project]) *model.ProjectConnection {
-	cursors, info := edges(p)
-	c := &model.ProjectConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.ProjectEdge, len(p.Items))}
-	for i := range p.Items {
-		c.Edges[i] = model.ProjectEdge{Cursor: cursors[i], Node: &p.Items[i]}
-	}
-	return c
+	edges, info := connection(p, func(c string, n *domain.Project) model.ProjectEdge { return model.ProjectEdge{Cursor: c, Node: n} })
+	return &model.ProjectConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
 }
 
 func taskConnection(p domain.Page[domain.Task]) *model.TaskConnection {
-	cursors, info := edges(p)
-	c := &model.TaskConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.TaskEdge, len(p.Items))}
-	for i := range p.Items {
-		c.Edges[i] = model.TaskEdge{Cursor: cursors[i], Node: &p.Items[i]}
-	}
-	return c
+	edges, info := connection(p, func(c string, n *domain.Task) model.TaskEdge { return model.TaskEdge{Cursor: c, Node: n} })
+	return &model.TaskConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
 }
 
 func webhookConnection(p domain.Page[domain.Webhook]) *model.WebhookConnection {
-	cursors, info := edges(p)
-	c := &model.WebhookConnection{Nodes: p.Items, PageInfo: info, Edges: make([]model.WebhookEdge, len(p.Items))}
-	for i := range p.Items {
-		c.Edges[i] = model.WebhookEdge{Cursor: cursors[i], Node: &p.Items[i]}
-	}
-	return c
+	edges, info := connection(p, func(c string, n *domain.Webhook) model.WebhookEdge { return model.WebhookEdge{Cursor: c, Node: n} })
+	return &model.WebhookConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
 }
