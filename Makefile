@@ -4,6 +4,10 @@ GO            ?= go
 BIN           := $(CURDIR)/bin
 TESTFLAGS     ?=
 
+# The PostgreSQL image `make test-image` builds from Debian packages, for
+# testcontainers where no image registry is reachable (docs/testing.md).
+TEST_PG_IMAGE ?= worktrack/postgres-test:15
+
 # golangci-lint is pinned so every machine (and CI) lints with the same rules;
 # it is built into ./bin on first use and rebuilt when the version differs.
 GOLANGCI_LINT_VERSION := v2.15.0
@@ -14,7 +18,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check bench clean
+.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check bench clean test-image clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -29,6 +33,13 @@ build: ## build a static binary into bin/worktrack
 
 test: ## run every test with the race detector (extra flags: TESTFLAGS=...)
 	$(GO) test -race -count=1 $(TESTFLAGS) ./...
+
+test-image: ## build the offline PostgreSQL test image TEST_PG_IMAGE (root, Docker; FORCE=1 rebuilds)
+	WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)' tools/pgimage/build.sh
+
+clean-containers: ## remove PostgreSQL test containers left by test binaries that died
+	@ids="$$(docker ps -aq --filter label=org.worktrack.storetest)"; \
+	if [ -n "$$ids" ]; then echo "removing $$ids"; docker rm -f $$ids >/dev/null; fi
 
 lint: fmt-check lint-tool ## gofmt check, then golangci-lint with .golangci.yml
 	$(GOLANGCI_LINT) run ./...
