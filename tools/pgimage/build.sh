@@ -105,7 +105,7 @@ if ! out="$(docker build -q --build-arg "BASE=$BASE" --build-arg "PG_MAJOR=$pg_m
 	die "docker build failed"
 fi
 for id in $old_ids; do
-	if [ -z "$(docker image ls -q --no-trunc --filter "reference=$IMAGE" --filter "reference=$BASE" | grep -Fx "$id")" ]; then
+	if ! docker image ls -q --no-trunc --filter "reference=$IMAGE" --filter "reference=$BASE" | grep -qFx "$id"; then
 		docker image rm "$id" >/dev/null 2>&1 || true
 	fi
 done
