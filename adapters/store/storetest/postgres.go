@@ -207,6 +207,7 @@ func startContainer() (_ string, err error) {
 	if image == "" {
 		image = defaultImage
 	}
+	var logs string // the end of the log of a container that did not become ready
 	defer func() {
 		// Some Docker discovery paths of testcontainers panic rather than
 		// return an error; either way PostgreSQL is unavailable.
@@ -214,7 +215,7 @@ func startContainer() (_ string, err error) {
 			err = fmt.Errorf("testcontainers panicked: %v", r)
 		}
 		if err != nil {
-			err = fmt.Errorf("image %s: %w%s", image, err, startHint(err))
+			err = fmt.Errorf("image %s: %w%s%s", image, err, startHint(err), logs)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -233,7 +234,7 @@ func startContainer() (_ string, err error) {
 	}
 	if err != nil {
 		if c != nil {
-			return "", fmt.Errorf("testcontainers: %w%s", err, logTail(c))
+			logs = logTail(c)
 		}
 		return "", fmt.Errorf("testcontainers: %w", err)
 	}
@@ -250,6 +251,9 @@ func startHint(err error) string {
 	case strings.Contains(msg, "registry") || strings.Contains(msg, "pull") || strings.Contains(msg, "No such image"):
 		return fmt.Sprintf(". Without a registry, build a local image with `make test-image` and set %s=worktrack/postgres-test:15",
 			EnvPostgresImage)
+	case strings.Contains(msg, "external check"):
+		return ". testcontainers could not reach the published port at the host it chose; with the Docker engine " +
+			"on this machine (testcontainers guesses the gateway when /.dockerenv exists) set TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1"
 	}
 	return ""
 }
@@ -272,7 +276,7 @@ func logTail(c testcontainers.Container) string {
 	if len(b) == 0 {
 		return ""
 	}
-	return "; end of the container's log:\n" + string(b)
+	return "\n--- end of the container's log:\n" + strings.TrimRight(string(b), "\n") + "\n---\n"
 }
 
 func randomHex(n int) string {
