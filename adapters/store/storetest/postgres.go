@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -23,10 +24,20 @@ import (
 const (
 	EnvDatabaseURL     = "TEST_DATABASE_URL"
 	EnvRequirePostgres = "WORKTRACK_REQUIRE_POSTGRES"
+	// EnvPostgresImage names the image started when TEST_DATABASE_URL is
+	// unset, e.g. worktrack/postgres-test:15 built by `make test-image` where
+	// no registry is reachable.
+	EnvPostgresImage = "WORKTRACK_TEST_PG_IMAGE"
 )
 
-// containerImage is the PostgreSQL started when TEST_DATABASE_URL is unset.
-const containerImage = "postgres:16-alpine"
+// defaultImage is the PostgreSQL started when TEST_DATABASE_URL and
+// WORKTRACK_TEST_PG_IMAGE are unset; Docker pulls it from Docker Hub.
+const defaultImage = "postgres:16-alpine"
+
+// containerLabel marks the containers this package starts, so that leftovers
+// of a test binary that died before Main's cleanup can be found
+// (`make clean-containers`).
+const containerLabel = "org.worktrack.storetest"
 
 // server is the PostgreSQL of this test binary, found once.
 var server struct {
@@ -131,7 +142,7 @@ func requirePostgres(t testing.TB) *store.DB {
 		return server.admin
 	}
 	msg := fmt.Sprintf("storetest: PostgreSQL unavailable: %v. "+
-		"Set %s=postgres://USER@HOST:5432/DBNAME (a dedicated test database) or make Docker available for testcontainers.",
+		"Set %s=postgres://USER@HOST:5432/DBNAME (a dedicated test database) or make Docker available for testcontainers (docs/testing.md).",
 		server.err, EnvDatabaseURL)
 	if os.Getenv(EnvRequirePostgres) == "1" {
 		t.Fatalf("%s Failing because %s=1.", msg, EnvRequirePostgres)
@@ -192,20 +203,29 @@ func checkBaseURL(raw string) error {
 // startContainer runs PostgreSQL in Docker, as the testcontainers-go postgres
 // module documents, and returns its URL. Without Docker it fails at once.
 func startContainer() (_ string, err error) {
+	image := os.Getenv(EnvPostgresImage)
+	if image == "" {
+		image = defaultImage
+	}
+	var logs string // the end of the log of a container that did not become ready
 	defer func() {
 		// Some Docker discovery paths of testcontainers panic rather than
 		// return an error; either way PostgreSQL is unavailable.
 		if r := recover(); r != nil {
-			err = fmt.Errorf("testcontainers: %v", r)
+			err = fmt.Errorf("testcontainers panicked: %v", r)
+		}
+		if err != nil {
+			err = fmt.Errorf("image %s: %w%s%s", image, err, startHint(err), logs)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := tcpostgres.Run(ctx, containerImage,
+	c, err := tcpostgres.Run(ctx, image,
 		tcpostgres.WithDatabase("worktrack_test"),
 		tcpostgres.WithUsername("worktrack"),
 		tcpostgres.WithPassword("worktrack"),
 		tcpostgres.BasicWaitStrategies(),
+		testcontainers.WithLabels(map[string]string{containerLabel: "postgres"}),
 	)
 	if c != nil {
 		// Run may return a container together with an error (e.g. the wait
@@ -213,9 +233,50 @@ func startContainer() (_ string, err error) {
 		server.container = c
 	}
 	if err != nil {
+		if c != nil {
+			logs = logTail(c)
+		}
 		return "", fmt.Errorf("testcontainers: %w", err)
 	}
 	return c.ConnectionString(ctx, "sslmode=disable")
+}
+
+// startHint suggests the likely fix for a container that did not start.
+func startHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "reaper") || strings.Contains(msg, "ryuk"):
+		return ". Ryuk, testcontainers' reaper, needs its image from Docker Hub: without a registry set " +
+			"TESTCONTAINERS_RYUK_DISABLED=true (storetest.Main terminates the container itself)"
+	case strings.Contains(msg, "registry") || strings.Contains(msg, "pull") || strings.Contains(msg, "No such image"):
+		return fmt.Sprintf(". Without a registry, build a local image with `make test-image` and set %s=worktrack/postgres-test:15",
+			EnvPostgresImage)
+	case strings.Contains(msg, "external check"):
+		return ". testcontainers could not reach the published port at the host it chose; with the Docker engine " +
+			"on this machine (testcontainers guesses the gateway when /.dockerenv exists) set TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1"
+	}
+	return ""
+}
+
+// logTail returns the end of the container's log, to show why PostgreSQL did
+// not become ready.
+func logTail(c testcontainers.Container) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Logs(ctx)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	b, _ := io.ReadAll(io.LimitReader(r, 1<<20))
+	const keep = 2000
+	if len(b) > keep {
+		b = b[len(b)-keep:]
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return "\n--- end of the container's log:\n" + strings.TrimRight(string(b), "\n") + "\n---\n"
 }
 
 func randomHex(n int) string {
