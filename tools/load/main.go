@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -198,44 +199,63 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 		return nil, err
 	}
 	h.data = newDataset()
-	if needs[backendPostgres] {
-		t := time.Now()
-		if err := h.command(ctx, h.root, []string{"DATABASE_URL=" + wtDSN}, bin, "migrate"); err != nil {
-			return nil, fmt.Errorf("migrate %s: %w", wtDBName, err)
-		}
-		if err := seedPostgres(ctx, wtDSN, h.data); err != nil {
-			return nil, fmt.Errorf("seed %s: %w", wtDBName, err)
-		}
-		logf("migrated and seeded %s (%d tasks, %d projects) in %s", wtDBName, len(h.data.tasks), len(h.data.projects), time.Since(t).Round(time.Millisecond))
-	}
 	sqlitePath := filepath.Join(h.tmp, "worktrack.db")
+	var refDSN string
+	if needRef {
+		if refDSN, err = h.recreateDB(ctx, refDBName); err != nil {
+			return nil, err
+		}
+	}
+	// The three seeds are independent and spend their time in different
+	// processes (PostgreSQL, this one, the reference): run them together.
+	var seeds []func() error
+	if needs[backendPostgres] {
+		seeds = append(seeds, func() error {
+			t := time.Now()
+			if err := h.command(ctx, h.root, []string{"DATABASE_URL=" + wtDSN}, bin, "migrate"); err != nil {
+				return fmt.Errorf("migrate %s: %w", wtDBName, err)
+			}
+			if err := seedPostgres(ctx, wtDSN, h.data); err != nil {
+				return fmt.Errorf("seed %s: %w", wtDBName, err)
+			}
+			logf("migrated and seeded %s (%d tasks, %d projects) in %s", wtDBName, len(h.data.tasks), len(h.data.projects), time.Since(t).Round(time.Millisecond))
+			return nil
+		})
+	}
 	if needs[backendSQLite] {
-		t := time.Now()
-		if err := h.command(ctx, h.root, []string{"DATABASE_URL=sqlite:" + sqlitePath}, bin, "migrate"); err != nil {
-			return nil, fmt.Errorf("migrate %s: %w", sqlitePath, err)
-		}
-		if err := seedSQLite(ctx, sqlitePath, h.data); err != nil {
-			return nil, fmt.Errorf("seed %s: %w", sqlitePath, err)
-		}
-		logf("migrated and seeded %s in %s", sqlitePath, time.Since(t).Round(time.Millisecond))
+		seeds = append(seeds, func() error {
+			t := time.Now()
+			if err := h.command(ctx, h.root, []string{"DATABASE_URL=sqlite:" + sqlitePath}, bin, "migrate"); err != nil {
+				return fmt.Errorf("migrate %s: %w", sqlitePath, err)
+			}
+			if err := seedSQLite(ctx, sqlitePath, h.data); err != nil {
+				return fmt.Errorf("seed %s: %w", sqlitePath, err)
+			}
+			logf("migrated and seeded %s in %s", sqlitePath, time.Since(t).Round(time.Millisecond))
+			return nil
+		})
 	}
 	if needRef {
-		t := time.Now()
-		refDSN, err := h.recreateDB(ctx, refDBName)
-		if err != nil {
-			return nil, err
-		}
 		h.refPathsDir = filepath.Join(h.tmp, "refpaths")
-		if err := os.Mkdir(h.refPathsDir, 0o700); err != nil {
-			return nil, err
-		}
-		if err := h.command(ctx, h.tmp, nil, refBin, "-dsn", refDSN, "-seed"); err != nil {
-			return nil, fmt.Errorf("seed the reference: %w", err)
-		}
-		if err := h.command(ctx, h.tmp, nil, refBin, "-dsn", refDSN, "-genpaths", h.refPathsDir); err != nil {
-			return nil, fmt.Errorf("reference paths: %w", err)
-		}
-		logf("seeded %s with the reference's -seed in %s", refDBName, time.Since(t).Round(time.Millisecond))
+		seeds = append(seeds, func() error {
+			t := time.Now()
+			if err := os.Mkdir(h.refPathsDir, 0o700); err != nil {
+				return err
+			}
+			if err := h.command(ctx, h.tmp, nil, refBin, "-dsn", refDSN, "-seed"); err != nil {
+				return fmt.Errorf("seed the reference: %w", err)
+			}
+			if err := h.command(ctx, h.tmp, nil, refBin, "-dsn", refDSN, "-genpaths", h.refPathsDir); err != nil {
+				return fmt.Errorf("reference paths: %w", err)
+			}
+			logf("seeded %s with the reference's -seed in %s", refDBName, time.Since(t).Round(time.Millisecond))
+			return nil
+		})
+	}
+	if err := parallel(seeds...); err != nil {
+		return nil, err
+	}
+	if needRef {
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
@@ -288,6 +308,21 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 	}
 	logf("done in %s", time.Since(start).Round(time.Second))
 	return rows, nil
+}
+
+// parallel runs fns at once and returns their errors joined.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, f := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // recreateDB drops and creates a database on the admin server and returns

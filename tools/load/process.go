@@ -73,7 +73,7 @@ func (p *process) stop() {
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited (%v); last log lines:\n%s", p.name, p.err, tail(p.log, 20))
+		return fmt.Errorf("%s exited (%w); last log lines:\n%s", p.name, p.err, tail(p.log, 20))
 	default:
 		return nil
 	}

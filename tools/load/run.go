@@ -64,7 +64,7 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 	}
 	rss := sampleRSS(wt.pid())
 	runWT := func() error {
-		run, err := h.wrk(ctx, wt.url, h.data.secret, s.wt.script, wtFile)
+		run, err := h.wrk(ctx, wt.url, h.data.secret, s.wt.script, wtFile, s.timeout)
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 		return wt.exited()
 	}
 	runRef := func() error {
-		run, err := h.wrk(ctx, h.refURL, "", s.ref.script, refFile)
+		run, err := h.wrk(ctx, h.refURL, "", s.ref.script, refFile, s.timeout)
 		if err != nil {
 			return err
 		}
@@ -156,9 +156,12 @@ func (h *harness) sessions(ctx context.Context) (int64, error) {
 }
 
 // wrk runs the load shape of shared/perf: wrk -t2 -c32 -d… --latency.
-func (h *harness) wrk(ctx context.Context, base, token, script, pathFile string) (wrkRun, error) {
-	cmd := exec.CommandContext(ctx, "wrk", "-t2", "-c32", "-d"+h.opts.duration, "--latency", //nolint:gosec // fixed program, our own arguments
-		"-s", filepath.Join(h.root, "tools", "load", script), base)
+func (h *harness) wrk(ctx context.Context, base, token, script, pathFile, timeout string) (wrkRun, error) {
+	args := []string{"-t2", "-c32", "-d" + h.opts.duration, "--latency", "-s", filepath.Join(h.root, "tools", "load", script)}
+	if timeout != "" {
+		args = append(args, "--timeout", timeout)
+	}
+	cmd := exec.CommandContext(ctx, "wrk", append(args, base)...) //nolint:gosec // fixed program, our own arguments
 	cmd.Env = append(os.Environ(), "PATHS="+pathFile, "TOKEN="+token)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -227,6 +230,9 @@ func printTable(w io.Writer, rows []result, o options) {
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2fms\t%.2fms\t%s\t%s\t%.1f MiB\t%s\t%s\t%s\t\n",
 			r.sc.name, r.sc.backend, medianOf(r.wt, reqs), medianOf(r.wt, p50), medianOf(r.wt, p99),
 			refCols, ratio, float64(r.peakRSS)/1024, conns, errCols, sockCols)
+		if r.sc.timeout != "" {
+			notes = append(notes, fmt.Sprintf("%s: wrk --timeout %s (default 2s)", r.sc.name, r.sc.timeout))
+		}
 		switch {
 		case r.sc.unit != "" && r.sc.ref != nil:
 			notes = append(notes, fmt.Sprintf("%s: %s/s Worktrack %.0f (req/s × %.0f) vs reference %.0f (req/s × %.0f); the ratio compares %s/s",
