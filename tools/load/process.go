@@ -73,7 +73,11 @@ func (p *process) stop() {
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited (%w); last log lines:\n%s", p.name, p.err, tail(p.log, 20))
+		status := p.err
+		if status == nil {
+			status = errors.New("exit status 0")
+		}
+		return fmt.Errorf("%s exited (%w); last log lines:\n%s", p.name, status, tail(p.log, 20))
 	default:
 		return nil
 	}
