@@ -26,7 +26,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check bench clean test-image test-containers clean-containers
+.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -106,6 +106,9 @@ check-generate: ## fail when regenerating changes or adds files under graph/
 
 bench: ## run the benchmarks (no tests)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+load: build ## load harness: Worktrack vs ../shared/perf/reference under wrk (LOAD_QUICK=1, LOAD_SCENARIOS=a,b, LOAD_KEEP=1; docs/performance.md)
+	GO=$(GO) $(GO) run ./tools/load
 
 clean: ## remove build outputs (keeps worktrack.db and the pinned tools in bin/)
 	rm -f bin/worktrack coverage.out

@@ -1,0 +1,25 @@
+-- wrk script for the load harness (tools/load): POST a JSON body per request.
+-- PATHS names a file of lines "PATH<TAB>JSON BODY"; each request sends a
+-- random line. TOKEN, when set, is sent as Authorization: Bearer. Prints one
+-- RESULT line that the harness parses.
+local reqs = {}
+for line in io.lines(os.getenv("PATHS")) do
+  local path, body = line:match("^([^\t]+)\t(.*)$")
+  if path then reqs[#reqs + 1] = { path = path, body = body } end
+end
+wrk.headers["Content-Type"] = "application/json"
+local tok = os.getenv("TOKEN")
+if tok and #tok > 0 then wrk.headers["Authorization"] = "Bearer " .. tok end
+local seeded = false
+request = function()
+  if not seeded then math.randomseed(os.time() + math.floor(os.clock() * 1e6)); seeded = true end
+  local r = reqs[math.random(#reqs)]
+  return wrk.format("POST", r.path, nil, r.body)
+end
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT req/s=%.1f p50=%.3fms p90=%.3fms p99=%.3fms max=%.3fms n=%d errors(status/other)=%d/%d\n",
+    summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(90) / 1000, latency:percentile(99) / 1000,
+    latency.max / 1000, summary.requests, summary.errors.status,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end

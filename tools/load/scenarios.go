@@ -1,0 +1,71 @@
+package main
+
+// A scenario is one row of the table: a wrk run against Worktrack (on the
+// PostgreSQL or the SQLite server) and, when there is a comparable route, the
+// same run against the reference, interleaved pair by pair. Adding a
+// scenario is adding an entry here, plus a path builder in paths.go when it
+// needs a new kind of request.
+type scenario struct {
+	name    string
+	backend string  // backendPostgres or backendSQLite: the Worktrack server
+	wt      target  // the Worktrack side
+	ref     *target // the reference side; nil: Worktrack figures only
+	// unit names what perUnit counts; the ratio compares units/s when the
+	// two sides return different amounts per request.
+	unit string
+	// timeout is wrk's --timeout, after which a request counts as a socket
+	// error; "" is wrk's default, 2s.
+	timeout string
+}
+
+// target is one side of a scenario: a wrk Lua script and the path file it
+// draws requests from.
+type target struct {
+	script string // file in tools/load: get.lua or post.lua
+	paths  string // a key of pathBuilders
+	// perRequest is how many units (e.g. tasks) one response carries; 0
+	// means 1.
+	perRequest float64
+}
+
+const (
+	backendPostgres = "postgres"
+	backendSQLite   = "sqlite"
+)
+
+var (
+	refGet   = &target{script: "get.lua", paths: "ref_get"}
+	refPage1 = &target{script: "get.lua", paths: "ref_page1"}
+)
+
+// scenarios run in this order. Task creation comes last among the
+// PostgreSQL ones so that the tasks it adds do not change the reads.
+var scenarios = []scenario{
+	{name: "rest-get", backend: backendPostgres,
+		wt: target{script: "get.lua", paths: "wt_get"}, ref: refGet},
+	{name: "rest-page1", backend: backendPostgres,
+		wt: target{script: "get.lua", paths: "wt_page1"}, ref: refPage1},
+	{name: "rest-page40", backend: backendPostgres,
+		wt: target{script: "get.lua", paths: "wt_page40"}, ref: &target{script: "get.lua", paths: "ref_page40"}},
+	{name: "gql-task", backend: backendPostgres,
+		wt: target{script: "post.lua", paths: "wt_gql_task"}, ref: refGet},
+	// 1,000 tasks per answer: under 32 connections on 2 cores one answer
+	// can take longer than wrk's 2 s default, which is a slow answer to
+	// report as latency, not a socket error.
+	{name: "gql-projects-tasks", backend: backendPostgres, unit: "tasks", timeout: "10s",
+		wt:  target{script: "post.lua", paths: "wt_gql_projects", perRequest: 20 * 50},
+		ref: &target{script: "get.lua", paths: "ref_page1", perRequest: 20}},
+	{name: "sqlite-rest-get", backend: backendSQLite,
+		wt: target{script: "get.lua", paths: "wt_get"}, ref: refGet},
+	{name: "sqlite-rest-page1", backend: backendSQLite,
+		wt: target{script: "get.lua", paths: "wt_page1"}, ref: refPage1},
+	{name: "rest-create", backend: backendPostgres,
+		wt: target{script: "post.lua", paths: "wt_create"}},
+}
+
+func (t target) units() float64 {
+	if t.perRequest == 0 {
+		return 1
+	}
+	return t.perRequest
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// Dataset sizes: the same as the reference's -seed, so that both sides
+// read tables of the same shape.
+const (
+	numProjects = 100
+	numTasks    = 100_000
+	numUsers    = 50
+)
+
+// sqliteTimeLayout is how adapters/store writes instants into SQLite
+// (store.timeLayout): fixed width, UTC, microseconds.
+const sqliteTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+type userRow struct {
+	id, email, name, role string
+}
+
+type projectRow struct {
+	id, name, key string
+	taskCount     int
+}
+
+type taskRow struct {
+	id, projectID, title, status string
+	assigneeID                   *string
+	dueAt                        *time.Time
+	createdAt, updatedAt         time.Time
+}
+
+// dataset is one workspace with its users, one API key, projects and tasks,
+// generated once in memory and written to PostgreSQL and SQLite alike, so
+// that the same path files serve both.
+type dataset struct {
+	workspaceID string
+	created     time.Time
+	users       []userRow
+	keyID       string
+	secret      string // the key secret, sent as the Bearer token
+	projects    []projectRow
+	tasks       []taskRow
+}
+
+// newDataset makes the rows with the id, secret and time formats of
+// core/domain: prefixed random base62 ids (domain.NewID), a wtk_ secret
+// stored as domain.HashSecret, times in UTC truncated to microseconds.
+func newDataset() *dataset {
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)) //nolint:gosec // load data, not secrets
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := &dataset{
+		workspaceID: domain.NewID(domain.PrefixWorkspace),
+		created:     base.Add(-24 * time.Hour),
+		keyID:       domain.NewID(domain.PrefixAPIKey),
+		secret:      domain.SecretPrefix + domain.RandomBase62(40),
+	}
+	for i := range numUsers {
+		role := "member"
+		if i == 0 {
+			role = "admin" // the key's user
+		}
+		d.users = append(d.users, userRow{
+			id: domain.NewID(domain.PrefixUser), email: fmt.Sprintf("user%02d@load.test", i),
+			name: fmt.Sprintf("Load User %02d", i), role: role,
+		})
+	}
+	for i := range numProjects {
+		d.projects = append(d.projects, projectRow{
+			id: domain.NewID(domain.PrefixProject), name: fmt.Sprintf("Load project %03d", i),
+			key: fmt.Sprintf("LOAD%03d", i),
+		})
+	}
+	statuses := []string{"open", "in_progress", "done", "archived"}
+	d.tasks = make([]taskRow, 0, numTasks)
+	for i := range numTasks {
+		p := rng.IntN(numProjects)
+		d.projects[p].taskCount++
+		created := base.Add(time.Duration(i)*time.Minute + time.Duration(rng.IntN(60_000_000))*time.Microsecond)
+		t := taskRow{
+			id: domain.NewID(domain.PrefixTask), projectID: d.projects[p].id,
+			title:     fmt.Sprintf("Task %d: implement something reasonably described here", i),
+			status:    statuses[rng.IntN(len(statuses))],
+			createdAt: created.UTC().Truncate(time.Microsecond),
+			updatedAt: created.Add(time.Duration(rng.IntN(3600)) * time.Second).UTC().Truncate(time.Microsecond),
+		}
+		if rng.IntN(2) == 0 { // half the tasks are assigned
+			a := d.users[rng.IntN(len(d.users))].id
+			t.assigneeID = &a
+		}
+		if rng.IntN(3) != 0 {
+			due := created.Add(time.Duration(rng.IntN(30*24)) * time.Hour).UTC().Truncate(time.Microsecond)
+			t.dueAt = &due
+		}
+		d.tasks = append(d.tasks, t)
+	}
+	return d
+}
+
+// seedPostgres writes the dataset with COPY in one transaction, then
+// ANALYZEs so that the planner knows the table sizes from the first query.
+func seedPostgres(ctx context.Context, dsn string, d *dataset) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+
+	copyRows := func(table string, cols []string, rows [][]any) error {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("copy %s: %w", table, err)
+		}
+		return nil
+	}
+	if err := copyRows("workspaces", []string{"id", "name", "created_at"},
+		[][]any{{d.workspaceID, "Load", d.created}}); err != nil {
+		return err
+	}
+	var rows [][]any
+	for _, u := range d.users {
+		rows = append(rows, []any{u.id, d.workspaceID, u.email, u.name, u.role, d.created})
+	}
+	if err := copyRows("users", []string{"id", "workspace_id", "email", "name", "role", "created_at"}, rows); err != nil {
+		return err
+	}
+	if err := copyRows("api_keys", []string{"id", "workspace_id", "user_id", "name", "secret_hash", "created_at"},
+		[][]any{{d.keyID, d.workspaceID, d.users[0].id, "load", domain.HashSecret(d.secret), d.created}}); err != nil {
+		return err
+	}
+	rows = rows[:0]
+	for _, p := range d.projects {
+		rows = append(rows, []any{p.id, d.workspaceID, p.name, p.key, p.taskCount, d.created, d.created})
+	}
+	if err := copyRows("projects", []string{"id", "workspace_id", "name", "key", "task_count", "created_at", "updated_at"}, rows); err != nil {
+		return err
+	}
+	rows = make([][]any, 0, len(d.tasks))
+	for _, t := range d.tasks {
+		rows = append(rows, []any{t.id, d.workspaceID, t.projectID, t.title, t.status, t.assigneeID, t.dueAt, t.createdAt, t.updatedAt})
+	}
+	if err := copyRows("tasks", []string{"id", "workspace_id", "project_id", "title", "status", "assignee_id", "due_at", "created_at", "updated_at"}, rows); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "ANALYZE")
+	return err
+}
+
+// seedSQLite writes the dataset with prepared INSERTs in one transaction,
+// times as adapters/store writes them (sqliteTimeLayout).
+func seedSQLite(ctx context.Context, path string, d *dataset) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// One connection, so that the PRAGMA applies to the transaction; a large
+	// page cache keeps the four task indexes in memory while they grow.
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, "PRAGMA cache_size = -262144"); err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	ts := func(t time.Time) string { return t.UTC().Format(sqliteTimeLayout) }
+	nts := func(t *time.Time) any {
+		if t == nil {
+			return nil
+		}
+		return ts(*t)
+	}
+	nstr := func(s *string) any {
+		if s == nil {
+			return nil
+		}
+		return *s
+	}
+	exec := func(q string, args ...any) error {
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
+	}
+	if err := exec(`INSERT INTO workspaces (id, name, created_at) VALUES (?, ?, ?)`, d.workspaceID, "Load", ts(d.created)); err != nil {
+		return err
+	}
+	for _, u := range d.users {
+		if err := exec(`INSERT INTO users (id, workspace_id, email, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			u.id, d.workspaceID, u.email, u.name, u.role, ts(d.created)); err != nil {
+			return err
+		}
+	}
+	if err := exec(`INSERT INTO api_keys (id, workspace_id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		d.keyID, d.workspaceID, d.users[0].id, "load", domain.HashSecret(d.secret), ts(d.created)); err != nil {
+		return err
+	}
+	for _, p := range d.projects {
+		if err := exec(`INSERT INTO projects (id, workspace_id, name, key, task_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			p.id, d.workspaceID, p.name, p.key, p.taskCount, ts(d.created), ts(d.created)); err != nil {
+			return err
+		}
+	}
+	// Multi-row INSERTs: one statement per sqliteBatch tasks keeps the
+	// per-statement cost of the pure-Go driver out of the seeding time.
+	const sqliteBatch = 200
+	const cols = 9
+	row := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	insert := func(rows []taskRow) error {
+		q := "INSERT INTO tasks (id, workspace_id, project_id, title, status, assignee_id, due_at, created_at, updated_at) VALUES " +
+			row + strings.Repeat(", "+row, len(rows)-1)
+		args := make([]any, 0, len(rows)*cols)
+		for _, t := range rows {
+			args = append(args, t.id, d.workspaceID, t.projectID, t.title, t.status,
+				nstr(t.assigneeID), nts(t.dueAt), ts(t.createdAt), ts(t.updatedAt))
+		}
+		return exec(q, args...)
+	}
+	for i := 0; i < len(d.tasks); i += sqliteBatch {
+		if err := insert(d.tasks[i:min(i+sqliteBatch, len(d.tasks))]); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "ANALYZE")
+	return err
+}
