@@ -146,7 +146,7 @@ RETURNING %s`
 
 // claimedSQL reads what sending the claimed deliveries needs; %s is the
 // source of the claimed rows.
-const claimedSQL = `SELECT d.*, w.url, w.secret, e.payload FROM %s d
+const claimedSQL = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.payload FROM %s d
 	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
 	JOIN events e ON e.id = d.event_id
 	%s
@@ -169,10 +169,12 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	}
 	args = append(args, r.Limit)
 	var rows []struct {
-		Row     deliveryRow `gorm:"embedded"`
-		URL     string      `gorm:"column:url"`
-		Secret  string      `gorm:"column:secret"`
-		Payload []byte      `gorm:"column:payload"`
+		Row     deliveryRow    `gorm:"embedded"`
+		URL     string         `gorm:"column:url"`
+		Secret  string         `gorm:"column:secret"`
+		Prev    sql.NullString `gorm:"column:previous_secret"`
+		PrevExp NullTime       `gorm:"column:previous_secret_expires_at"`
+		Payload []byte         `gorm:"column:payload"`
 	}
 	if s.db.dialect == DialectPostgres {
 		q := "WITH claimed AS (" + fmt.Sprintf(claimSQL, skip, "FOR UPDATE OF d SKIP LOCKED", "*") + ")\n" +
@@ -195,7 +197,10 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	}
 	out := make([]ports.Dispatch, len(rows))
 	for i, row := range rows {
-		out[i] = ports.Dispatch{Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret, Payload: row.Payload}
+		out[i] = ports.Dispatch{
+			Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret,
+			PreviousSecret: row.Prev.String, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
+		}
 	}
 	return out, nil
 }

@@ -252,10 +252,15 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 		// start any more.
 		out = domain.Outcome{Delivery: d.Fail("The retry window closed before the next attempt.")}
 	} else {
-		res := x.d.Sender.Send(ctx, ports.WebhookAttempt{
-			URL: c.URL, Secret: c.Secret, EventID: d.EventID, EventType: d.EventType,
+		secrets := domain.SigningSecrets(c.Secret, c.PreviousSecret, c.PreviousSecretExpiresAt, x.d.Clock.Now())
+		a := ports.WebhookAttempt{
+			URL: c.URL, Secret: secrets[0], EventID: d.EventID, EventType: d.EventType,
 			Attempt: d.Attempts + 1, Body: c.Payload,
-		})
+		}
+		if len(secrets) > 1 {
+			a.PreviousSecret = secrets[1]
+		}
+		res := x.d.Sender.Send(ctx, a)
 		out = d.RecordAttempt(res, x.d.Clock.Now(), x.opts.Policy)
 		level := slog.LevelDebug
 		if !res.Succeeded() {

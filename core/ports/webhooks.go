@@ -34,7 +34,8 @@ type WebhookStore interface {
 	// transaction of the change it records.
 	FindSubscribedWebhooks(ctx context.Context, workspaceID string, t domain.EventType) ([]domain.Webhook, error)
 	// UpdateWebhook writes the mutable fields of w (url, events, active,
-	// secret, updated_at); resource_not_found when absent.
+	// secret, previous secret and its expiry, updated_at);
+	// resource_not_found when absent.
 	UpdateWebhook(ctx context.Context, w domain.Webhook) error
 	// DeleteWebhook deletes the webhook and its deliveries;
 	// resource_not_found when no row was deleted.
@@ -86,13 +87,15 @@ type ClaimRequest struct {
 }
 
 // Dispatch is a claimed delivery with what sending it needs, read when it
-// was claimed: the webhook's URL and current secret, and the event's
-// payload.
+// was claimed: the webhook's URL, current secret and previous secret with
+// its expiry (empty and nil when there is none), and the event's payload.
 type Dispatch struct {
-	Delivery domain.Delivery
-	URL      string
-	Secret   string
-	Payload  []byte
+	Delivery                domain.Delivery
+	URL                     string
+	Secret                  string
+	PreviousSecret          string
+	PreviousSecretExpiresAt *time.Time
+	Payload                 []byte
 }
 
 // DeliveryStore persists deliveries: one row per event owed to one webhook.
@@ -144,10 +147,14 @@ type DeliveryWatcher interface {
 
 // WebhookAttempt is one attempt to send an event to a webhook.
 type WebhookAttempt struct {
-	URL       string
-	Secret    string
-	EventID   string
-	EventType domain.EventType
+	URL string
+	// Secret signs X-service-Signature and the first webhook-signature
+	// entry; PreviousSecret, when not empty (a rotation's grace period),
+	// signs a second webhook-signature entry.
+	Secret         string
+	PreviousSecret string
+	EventID        string
+	EventType      domain.EventType
 	// Attempt is the attempt's number, 1 for the first; sent as
 	// X-service-Delivery-Attempt.
 	Attempt int
