@@ -378,3 +378,63 @@ func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 		t.Fatalf("the filtered listing is not a keyset range scan:\n%s", list)
 	}
 }
+
+// FinishDeliveries writes many outcomes at once (one statement on
+// PostgreSQL), each only while the caller holds its lease, and can be
+// called again with the same outcomes without harm (the dispatcher retries
+// a write that failed on a broken connection).
+func TestDeliveryStoreFinishMany(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws := newWorkspace(t, db)
+		w := newWebhook(t, db, ws, base, "task.created")
+		var ds []domain.Delivery
+		for range 5 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
+			ds = append(ds, newDeliveries(t, db, e, w)[0])
+		}
+		now := base.Add(time.Minute)
+		a, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3})
+		if err != nil || len(a) != 3 {
+			t.Fatalf("claim a: %d %v", len(a), err)
+		}
+		b, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "b", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3})
+		if err != nil || len(b) != 2 {
+			t.Fatalf("claim b: %d %v", len(b), err)
+		}
+		policy := domain.RetryPolicy{Base: time.Second, Max: time.Minute, Window: time.Hour}
+		code := 503
+		var outs []domain.Delivery
+		for i, c := range append(a, b[0]) { // b's delivery is not a's to finish
+			res := domain.AttemptResult{StatusCode: 200}
+			if i == 1 {
+				res = domain.AttemptResult{StatusCode: code, Err: "busy"}
+			}
+			outs = append(outs, c.Delivery.RecordAttempt(res, now, policy).Delivery)
+		}
+		for range 2 { // the second call writes nothing: the leases are gone
+			n, err := s.FinishDeliveries(ctx, "a", outs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 3 && n != 0 {
+				t.Fatalf("finished %d, want 3 then 0", n)
+			}
+		}
+		for _, want := range outs[:3] {
+			got, err := s.FindDeliveryByID(ctx, ws.ID, w.ID, want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equal(t, "finished delivery", got, want)
+		}
+		got, _ := s.FindDeliveryByID(ctx, ws.ID, w.ID, b[0].Delivery.ID)
+		equal(t, "b's delivery, untouched", got, b[0].Delivery)
+		// The retry scheduled for a's second delivery can be claimed again.
+		again, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "c", Now: now.Add(time.Hour), LeaseUntil: now.Add(2 * time.Hour), Limit: 10})
+		if err != nil || len(again) != 1 || again[0].Delivery.ID != outs[1].ID || again[0].Delivery.Attempts != 1 {
+			t.Fatalf("claim after finishing: %+v %v", again, err)
+		}
+	})
+}

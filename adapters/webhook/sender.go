@@ -141,11 +141,15 @@ func NewSender(o SenderOptions) *Sender {
 		},
 	}
 	transport := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   16,
+		Proxy:             nil,
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
+		// One transport for every attempt, so that connections to a
+		// receiver are kept alive and reused: enough idle ones per host for
+		// the dispatcher's per-webhook concurrency (16 by default) with
+		// room for several webhooks on one host.
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   o.Timeout,
 		ResponseHeaderTimeout: o.Timeout,

@@ -147,6 +147,15 @@ func (s *fakeDeliveries) FinishDelivery(_ context.Context, d domain.Delivery, _ 
 	return true, nil
 }
 
+func (s *fakeDeliveries) FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error) {
+	for _, d := range ds {
+		if _, err := s.FinishDelivery(ctx, d, owner); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(ds)), nil
+}
+
 func (s *fakeDeliveries) ReleaseDeliveries(_ context.Context, _ string, ids []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

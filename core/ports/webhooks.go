@@ -127,6 +127,12 @@ type DeliveryStore interface {
 	// ends the lease, only while owner still holds it. It reports whether
 	// it wrote: false when the lease was lost or the delivery deleted.
 	FinishDelivery(ctx context.Context, d domain.Delivery, owner string) (bool, error)
+	// FinishDeliveries is FinishDelivery for many outcomes at once, in as
+	// few statements as the database allows; it reports how many it wrote
+	// (those whose lease owner still held). It may be called again with the
+	// same outcomes after an error: writing is idempotent while the lease
+	// holds.
+	FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error)
 	// ReleaseDeliveries ends owner's leases on ids without an attempt, so
 	// that any dispatcher may claim them at once.
 	ReleaseDeliveries(ctx context.Context, owner string, ids []string) error
