@@ -155,16 +155,25 @@ func (s *DeliveryStore) RescheduleDelivery(ctx context.Context, d domain.Deliver
 // concurrent claims pass over each other's rows instead of waiting or
 // taking them too, and the webhooks rows are not locked, so claims of one
 // webhook's deliveries run side by side. On SQLite the statement runs
-// under the database's single write lock. The verbs fill in the webhooks
-// to skip, the locking clause and the RETURNING list.
+// under the database's single write lock. Of the candidates, at most the
+// room of each webhook is leased (row_number per webhook): a candidate
+// left out is not updated, and its row lock ends with the statement. The
+// verbs fill in the webhooks to skip, the locking clause, the per-webhook
+// room (a join on a VALUES list, or nothing) and the RETURNING list.
 const claimSQL = `UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
 WHERE id IN (
-	SELECT d.id FROM webhook_deliveries d
-	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
-	WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-	AND w.active %s
-	ORDER BY d.next_attempt_at
-	LIMIT ? %s
+	SELECT r.id FROM (
+		SELECT c.id, c.webhook_id, c.next_attempt_at,
+			row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
+		FROM (
+			SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d
+			JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+			WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+			AND w.active %s
+			ORDER BY d.next_attempt_at
+			LIMIT ? %s
+		) c
+	) r %s
 )
 RETURNING %s`
 
@@ -192,6 +201,31 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		args = append(args, r.SkipWebhooks)
 	}
 	args = append(args, r.Limit)
+	// The room per webhook: PerWebhook, lowered for those named in Room.
+	room := ""
+	if r.PerWebhook > 0 {
+		room = "WHERE r.n <= ?"
+		if len(r.Room) > 0 {
+			var values strings.Builder
+			var vargs []any
+			for id, n := range r.Room {
+				if values.Len() > 0 {
+					values.WriteString(", ")
+				}
+				values.WriteString("(?, ?)")
+				vargs = append(vargs, id, n)
+			}
+			if s.db.dialect == DialectPostgres {
+				// VALUES columns take their types from the first row.
+				room = "LEFT JOIN (VALUES " + strings.Replace(values.String(), "(?, ?)", "(?::text, ?::integer)", 1) +
+					") AS h(webhook_id, room) ON h.webhook_id = r.webhook_id WHERE r.n <= coalesce(h.room, ?)"
+			} else {
+				room = "LEFT JOIN (VALUES " + values.String() + ") AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
+			}
+			args = append(args, vargs...)
+		}
+		args = append(args, r.PerWebhook)
+	}
 	var rows []struct {
 		Row     deliveryRow    `gorm:"embedded"`
 		URL     string         `gorm:"column:url"`
@@ -201,14 +235,14 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		Payload []byte         `gorm:"column:payload"`
 	}
 	if s.db.dialect == DialectPostgres {
-		q := "WITH claimed AS (" + fmt.Sprintf(claimSQL, skip, "FOR UPDATE OF d SKIP LOCKED", "*") + ")\n" +
+		q := "WITH claimed AS (" + fmt.Sprintf(claimSQL, skip, "FOR UPDATE OF d SKIP LOCKED", room, "*") + ")\n" +
 			fmt.Sprintf(claimedSQL, "claimed", "")
 		if err := s.db.conn(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 			return nil, fmt.Errorf("store: claim deliveries: %w", err)
 		}
 	} else {
 		var ids []string
-		if err := s.db.conn(ctx).Raw(fmt.Sprintf(claimSQL, skip, "", "id"), args...).Scan(&ids).Error; err != nil {
+		if err := s.db.conn(ctx).Raw(fmt.Sprintf(claimSQL, skip, "", room, "id"), args...).Scan(&ids).Error; err != nil {
 			return nil, fmt.Errorf("store: claim deliveries: %w", err)
 		}
 		if len(ids) == 0 {

@@ -368,7 +368,7 @@ func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 		return strings.Join(lines, "\n")
 	}
 	now := store.Time(base.Add(time.Hour))
-	claim := plan(fmt.Sprintf(store.ClaimSQL, "", "FOR UPDATE OF d SKIP LOCKED", "id"), now, "dsp", now, now, 10)
+	claim := plan(fmt.Sprintf(store.ClaimSQL, "", "FOR UPDATE OF d SKIP LOCKED", "WHERE r.n <= ?", "id"), now, "dsp", now, now, 10, 16)
 	if !strings.Contains(claim, "webhook_deliveries_due_idx") {
 		t.Fatalf("the claim does not use the due index:\n%s", claim)
 	}
@@ -435,6 +435,51 @@ func TestDeliveryStoreFinishMany(t *testing.T) {
 		again, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "c", Now: now.Add(time.Hour), LeaseUntil: now.Add(2 * time.Hour), Limit: 10})
 		if err != nil || len(again) != 1 || again[0].Delivery.ID != outs[1].ID || again[0].Delivery.Attempts != 1 {
 			t.Fatalf("claim after finishing: %+v %v", again, err)
+		}
+	})
+}
+
+// A claim takes at most PerWebhook deliveries of one webhook, fewer for
+// those given less Room, and still fills its limit from other webhooks:
+// the dispatcher need not lease what it would give back at once.
+func TestDeliveryStoreClaimsWithinRoom(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws := newWorkspace(t, db)
+		a := newWebhook(t, db, ws, base, "task.created")
+		b := newWebhook(t, db, ws, base, "task.created")
+		c := newWebhook(t, db, ws, base, "task.created")
+		for i := range 6 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Second))
+			newDeliveries(t, db, e, a, b, c)
+		}
+		now := base.Add(time.Hour)
+		claimed, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
+			Owner: "x", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 18,
+			PerWebhook: 4, Room: map[string]int{b.ID: 1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[string]int{}
+		for _, d := range claimed {
+			per[d.Delivery.WebhookID]++
+		}
+		if per[a.ID] != 4 || per[b.ID] != 1 || per[c.ID] != 4 || len(claimed) != 9 {
+			t.Fatalf("claimed per webhook %v (%d in all); want a 4, b 1, c 4", per, len(claimed))
+		}
+		// What was left out is not leased: another claim gets it.
+		rest, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "y", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 100})
+		if err != nil || len(rest) != 9 {
+			t.Fatalf("second claim: %d %v; want the 9 left", len(rest), err)
+		}
+		for _, d := range rest {
+			for _, m := range claimed {
+				if d.Delivery.ID == m.Delivery.ID {
+					t.Fatalf("%s claimed twice", d.Delivery.ID)
+				}
+			}
 		}
 	})
 }

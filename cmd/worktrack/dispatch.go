@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/webhook"
@@ -31,7 +32,10 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 			Jitter: domain.EqualJitter,
 		},
 		Timeout: cfg.WebhookTimeout,
-		Logger:  log,
+		// A few milliseconds of the first attempt's latency buy one claim
+		// per burst of commits instead of one per commit.
+		Coalesce: dispatchCoalesce,
+		Logger:   log,
 	})
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -46,6 +50,10 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 		closeDB()
 	}
 }
+
+// dispatchCoalesce is how long the dispatcher gathers commits before
+// claiming their deliveries.
+const dispatchCoalesce = 5 * time.Millisecond
 
 // dispatcherConns is the dispatcher's own PostgreSQL pool: one claim and
 // one batched outcome write at a time need two; the rest cover a 410's

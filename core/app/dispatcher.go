@@ -34,6 +34,12 @@ type DispatcherOptions struct {
 	// dispatcher; a crashed process's claims lapse after it. Default
 	// 2×Timeout + 10s.
 	Lease time.Duration
+	// Coalesce is how long a wake-up by a commit waits before claiming, so
+	// that the deliveries of the commits made meanwhile are claimed by the
+	// same statement: under a stream of writes, one claim every few
+	// milliseconds instead of one per commit (each scanning the due
+	// deliveries). Default 0: claim at once.
+	Coalesce time.Duration
 	// Owner names this dispatcher in leases. Default a fresh random id.
 	Owner string
 	// Logger reports failures to reach the database. Default slog.Default().
@@ -57,8 +63,10 @@ type Dispatcher struct {
 	perHook  map[string]int
 	retries  timeHeap // retries this dispatcher scheduled, earliest first
 	backlog  bool     // the last claim took all it asked for: more may be due
-	freed    chan struct{}
-	wg       sync.WaitGroup
+	// backlogHooks are the webhooks the last claim took all their room of.
+	backlogHooks map[string]bool
+	freed        chan struct{}
+	wg           sync.WaitGroup
 	// finishes carries attempt outcomes to the one goroutine that writes
 	// them, many per statement (finishLoop).
 	finishes chan domain.Delivery
@@ -142,7 +150,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		o.Logger = slog.Default()
 	}
 	return &Dispatcher{
-		d: d, opts: o, log: o.Logger, perHook: map[string]int{}, freed: make(chan struct{}, 1),
+		d: d, opts: o, log: o.Logger, perHook: map[string]int{}, backlogHooks: map[string]bool{}, freed: make(chan struct{}, 1),
 		finishes: make(chan domain.Delivery, o.Workers),
 	}
 }
@@ -182,16 +190,25 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 		}
 		timer := x.d.After(x.untilNextWake())
 		onlyFreed = false
+		commit := false
 		select {
 		case <-ctx.Done():
 		case <-local:
+			commit = true
 		case _, ok := <-remote:
 			if !ok {
 				remote = nil
 			}
+			commit = ok
 		case <-x.freed:
 			onlyFreed = true
 		case <-timer:
+		}
+		if commit && x.opts.Coalesce > 0 {
+			select {
+			case <-ctx.Done():
+			case <-x.d.After(x.opts.Coalesce):
+			}
 		}
 	}
 	x.wg.Wait()
@@ -204,7 +221,15 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 func (x *Dispatcher) worthClaiming() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return !x.backlog || x.opts.Workers-x.inFlight >= max(1, x.opts.Workers/4)
+	if !x.backlog || x.opts.Workers-x.inFlight >= max(1, x.opts.Workers/4) {
+		return true
+	}
+	for id := range x.backlogHooks {
+		if x.opts.PerWebhook-x.perHook[id] >= max(1, x.opts.PerWebhook/4) {
+			return true
+		}
+	}
+	return false
 }
 
 // untilNextWake is the time until the earliest retry this dispatcher
@@ -230,17 +255,23 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 	}
 	free := x.opts.Workers - x.inFlight
 	var skip []string
+	room := map[string]int{}
 	for id, n := range x.perHook {
 		if n >= x.opts.PerWebhook {
 			skip = append(skip, id)
+		} else {
+			room[id] = x.opts.PerWebhook - n
 		}
 	}
 	x.mu.Unlock()
 	if free <= 0 {
 		return false
 	}
+	// The store takes no more of a webhook than its room, so that a claim
+	// during one webhook's backlog does not lease what must be released.
 	claimed, err := x.d.Deliveries.ClaimDeliveries(ctx, ports.ClaimRequest{
 		Owner: x.opts.Owner, Now: now, LeaseUntil: now.Add(x.opts.Lease), Limit: free, SkipWebhooks: skip,
+		PerWebhook: x.opts.PerWebhook, Room: room,
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -271,8 +302,25 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 			x.log.Error("webhook dispatcher: releasing deliveries failed", "error", err.Error())
 		}
 	}
+	// A webhook that got all the room it was offered may have more due:
+	// the claim loop claims again for it once a batch's worth of its room
+	// is free, rather than one statement per finished attempt.
+	got := map[string]int{}
+	for _, c := range claimed {
+		got[c.Delivery.WebhookID]++
+	}
 	x.mu.Lock()
-	x.backlog = len(claimed) == free
+	clear(x.backlogHooks)
+	for id, n := range got {
+		r, ok := room[id]
+		if !ok {
+			r = x.opts.PerWebhook
+		}
+		if n >= r {
+			x.backlogHooks[id] = true
+		}
+	}
+	x.backlog = len(claimed) == free || len(x.backlogHooks) > 0
 	x.mu.Unlock()
 	return len(claimed) == free || len(over) > 0
 }

@@ -84,6 +84,13 @@ type ClaimRequest struct {
 	// SkipWebhooks are webhooks whose deliveries not to claim (those at
 	// the dispatcher's per-webhook concurrency cap).
 	SkipWebhooks []string
+	// PerWebhook, when positive, is the most deliveries of one webhook to
+	// return, and Room lowers it for the webhooks named (those with
+	// attempts in flight already), so that a claim does not take what the
+	// dispatcher would have to give back at once. A store may ignore both;
+	// the dispatcher releases what it cannot start.
+	PerWebhook int
+	Room       map[string]int
 }
 
 // Dispatch is a claimed delivery with what sending it needs, read when it
