@@ -19,12 +19,12 @@ type DispatcherOptions struct {
 	Policy domain.RetryPolicy
 	// Timeout is the sender's per-attempt timeout; the lease outlasts it.
 	Timeout time.Duration
-	// Workers bounds the attempts in flight at once. Default 64: an
+	// Workers bounds the attempts in flight at once. Default 128: an
 	// attempt mostly waits on the network, so workers are cheap.
 	Workers int
 	// PerWebhook bounds the attempts in flight to one webhook, so that a slow
 	// or dead receiver holds at most this share of the workers. Default
-	// Workers/4, at least 1: 16 in flight keep up with a fast receiver, and
+	// Workers/4, at least 1: 32 in flight keep up with a fast receiver, and
 	// three slow ones still leave a quarter of the pool to the rest.
 	PerWebhook int
 	// PollInterval is the fallback for wake-ups that cannot be signalled
@@ -129,7 +129,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		panic("app: the dispatcher needs Wake and After")
 	}
 	if o.Workers <= 0 {
-		o.Workers = 64
+		o.Workers = 128
 	}
 	if o.PerWebhook <= 0 {
 		o.PerWebhook = max(1, o.Workers/4)
