@@ -389,10 +389,9 @@ func TestDeliveryStoreFinishMany(t *testing.T) {
 		s := db.Deliveries()
 		ws := newWorkspace(t, db)
 		w := newWebhook(t, db, ws, base, "task.created")
-		var ds []domain.Delivery
 		for range 5 {
 			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
-			ds = append(ds, newDeliveries(t, db, e, w)[0])
+			newDeliveries(t, db, e, w)
 		}
 		now := base.Add(time.Minute)
 		a, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3})

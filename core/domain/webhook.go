@@ -47,9 +47,9 @@ func PreviousSecretGrace(param string, in Field[int64]) (time.Duration, error) {
 	if !in.Present {
 		return 0, nil
 	}
-	max := int64(MaxPreviousSecretGrace / time.Second)
-	if in.Null || in.Value < 0 || in.Value > max {
-		return 0, Invalid(param, "Must be an integer number of seconds from 0 to %d.", max)
+	limit := int64(MaxPreviousSecretGrace / time.Second)
+	if in.Null || in.Value < 0 || in.Value > limit {
+		return 0, Invalid(param, "Must be an integer number of seconds from 0 to %d.", limit)
 	}
 	return time.Duration(in.Value) * time.Second, nil
 }

@@ -340,7 +340,7 @@ func startServer(bin, dbURL string) *server {
 	for {
 		if res, err := http.Get(s.base + "/readyz"); err == nil {
 			res.Body.Close()
-			if res.StatusCode == 200 {
+			if res.StatusCode == http.StatusOK {
 				return s
 			}
 		}
@@ -404,7 +404,8 @@ func newReceiver(delay time.Duration) *receiver {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(err)
 	rc.url = "http://" + ln.Addr().String()
-	go func() { _ = http.Serve(ln, rc) }()
+	srv := &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
 	return rc
 }
 
