@@ -26,7 +26,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check bench load clean test-image test-containers clean-containers
+.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -86,6 +86,9 @@ generate: ## regenerate the GraphQL layer from schema.graphql and gqlgen.yml
 schema-check: ## validate schema.graphql with graphql-js (installed from npm into tools/schema-check)
 	npm ci --prefix tools/schema-check --no-audit --no-fund
 	node tools/schema-check/validate.mjs schema.graphql
+
+webhook-verify: ## install the standardwebhooks npm package into tools/webhook-verify (the webhook signature tests use it)
+	npm ci --prefix tools/webhook-verify --no-audit --no-fund
 
 check-generate: ## fail when regenerating changes or adds files under graph/
 	@if [ ! -f gqlgen.yml ]; then \

@@ -46,7 +46,7 @@ type ComplexityRoot struct {
 		CreateWebhook       func(childComplexity int, input model.CreateWebhookInput) int
 		DeleteTask          func(childComplexity int, id string) int
 		DeleteWebhook       func(childComplexity int, id string) int
-		RotateWebhookSecret func(childComplexity int, id string) int
+		RotateWebhookSecret func(childComplexity int, id string, previousSecretExpiresIn *int) int
 		UpdateProject       func(childComplexity int, id string, input model.UpdateProjectInput) int
 		UpdateTask          func(childComplexity int, id string, input model.UpdateTaskInput) int
 		UpdateWebhook       func(childComplexity int, id string, input model.UpdateWebhookInput) int
@@ -173,7 +173,7 @@ type MutationResolver interface {
 	CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookWithSecret, error)
 	UpdateWebhook(ctx context.Context, id string, input model.UpdateWebhookInput) (*domain.Webhook, error)
 	DeleteWebhook(ctx context.Context, id string) (*string, error)
-	RotateWebhookSecret(ctx context.Context, id string) (*model.WebhookWithSecret, error)
+	RotateWebhookSecret(ctx context.Context, id string, previousSecretExpiresIn *int) (*model.WebhookWithSecret, error)
 }
 type ProjectResolver interface {
 	Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error)
@@ -277,7 +277,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity, args["id"].(string)), true
+		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity, args["id"].(string), args["previousSecretExpiresIn"].(*int)), true
 	case "Mutation.updateProject":
 		if e.ComplexityRoot.Mutation.UpdateProject == nil {
 			break
@@ -1082,8 +1082,12 @@ type Mutation {
   updateWebhook(id: ID!, input: UpdateWebhookInput!): Webhook
   "Admins. Returns the id of the deleted webhook."
   deleteWebhook(id: ID!): ID
-  "Admins. Replaces the signing secret and shows the new one, once."
-  rotateWebhookSecret(id: ID!): WebhookWithSecret
+  """
+  Admins. Replaces the signing secret and shows the new one, once. For
+  previousSecretExpiresIn seconds (0 to 604800; default 0, null alike) the
+  replaced secret still signs deliveries, as a second webhook-signature entry.
+  """
+  rotateWebhookSecret(id: ID!, previousSecretExpiresIn: Int): WebhookWithSecret
 }
 `, BuiltIn: false},
 }
@@ -1490,6 +1494,14 @@ func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.
 		return nil, err
 	}
 	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "previousSecretExpiresIn",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["previousSecretExpiresIn"] = arg1
 	return args, nil
 }
 
@@ -2155,7 +2167,7 @@ func (ec *executionContext) _Mutation_rotateWebhookSecret(ctx context.Context, f
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().RotateWebhookSecret(ctx, fc.Args["id"].(string))
+			return ec.Resolvers.Mutation().RotateWebhookSecret(ctx, fc.Args["id"].(string), fc.Args["previousSecretExpiresIn"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookWithSecret) graphql.Marshaler {

@@ -77,3 +77,13 @@ func eventNames(ts []domain.EventType) []string {
 	}
 	return out
 }
+
+// optionalInt is an optional Int argument as a domain field: GraphQL does
+// not tell an argument left out from one given as null, and both mean "the
+// default" here.
+func optionalInt(v *int) domain.Field[int64] {
+	if v == nil {
+		return domain.Field[int64]{}
+	}
+	return domain.Set(int64(*v))
+}

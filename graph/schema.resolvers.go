@@ -74,8 +74,8 @@ func (r *mutationResolver) DeleteWebhook(ctx context.Context, id string) (*strin
 	return &id, nil
 }
 
-func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string) (*model.WebhookWithSecret, error) {
-	w, err := r.App.Webhooks.RotateSecret(ctx, actor(ctx), id)
+func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string, previousSecretExpiresIn *int) (*model.WebhookWithSecret, error) {
+	w, err := r.App.Webhooks.RotateSecret(ctx, actor(ctx), id, optionalInt(previousSecretExpiresIn))
 	if err != nil {
 		return nil, err
 	}

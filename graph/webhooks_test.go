@@ -271,3 +271,42 @@ func normalize(p map[string]any, taskID string) string {
 	s = strings.ReplaceAll(s, str(p, "id"), "EVENT")
 	return s
 }
+
+// rotateWebhookSecret(previousSecretExpiresIn:) follows the domain's rule
+// (0 to 604800 seconds; left out or null: 0), names the argument in its
+// errors, and keeps the replaced secret signing for that long.
+func TestRotateWebhookSecretGrace(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newWebhookEnv(t, db)
+		id, secret := createWebhook(t, e, "https://example.com/hook", "TASK_CREATED")
+		const q = `mutation($id: ID!, $in: Int) { rotateWebhookSecret(id: $id, previousSecretExpiresIn: $in) { secret } }`
+		for _, bad := range []any{-1, 604801} {
+			gql(t, e, e.Admin.Key, q, map[string]any{"id": id, "in": bad}).expectError(t, "validation_failed", "previousSecretExpiresIn")
+		}
+		gql(t, e, e.Member.Key, q, map[string]any{"id": id, "in": 60}).expectError(t, "permission_denied", "")
+
+		rot := gql(t, e, e.Admin.Key, q, map[string]any{"id": id, "in": 600}).ok(t)
+		next := str(rot, "rotateWebhookSecret", "secret")
+		w, err := db.Webhooks().FindWebhookByID(t.Context(), e.Workspace.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Secret != next || w.PreviousSecret != secret || w.PreviousSecretExpiresAt == nil ||
+			!w.PreviousSecretExpiresAt.Equal(e.Clock.Now().Add(600*time.Second)) {
+			t.Fatalf("after a rotation with 600s of grace: %+v", w)
+		}
+		if got := w.SigningSecrets(e.Clock.Now()); len(got) != 2 || got[0] != next || got[1] != secret {
+			t.Fatalf("signing secrets during the grace: %v", got)
+		}
+		for _, vars := range []map[string]any{{"id": id}, {"id": id, "in": nil}, {"id": id, "in": 0}} {
+			gql(t, e, e.Admin.Key, q, vars).ok(t)
+			w, err := db.Webhooks().FindWebhookByID(t.Context(), e.Workspace.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.PreviousSecret != "" || w.PreviousSecretExpiresAt != nil {
+				t.Fatalf("vars %v: the previous secret is kept: %+v", vars, w)
+			}
+		}
+	})
+}

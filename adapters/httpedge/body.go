@@ -66,6 +66,23 @@ func ReadObject(c *gin.Context, allowed ...string) (Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseAllowed(raw, allowed)
+}
+
+// ReadOptionalObject is ReadObject for a route whose body may be left out:
+// an empty (or all-whitespace) body is an empty object.
+func ReadOptionalObject(c *gin.Context, allowed ...string) (Object, error) {
+	raw, err := ReadBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return Object{}, nil
+	}
+	return parseAllowed(raw, allowed)
+}
+
+func parseAllowed(raw []byte, allowed []string) (Object, error) {
 	obj, err := ParseObject(raw)
 	if err != nil {
 		return nil, err
@@ -140,6 +157,12 @@ func (o Object) Bool(name string) (domain.Field[bool], error) {
 // Strings reads an optional array-of-strings field.
 func (o Object) Strings(name string) (domain.Field[[]string], error) {
 	return Field[[]string](o, name, "an array of strings")
+}
+
+// Int reads an optional integer field (a JSON number with no fraction or
+// exponent that fits in 64 bits).
+func (o Object) Int(name string) (domain.Field[int64], error) {
+	return Field[int64](o, name, "an integer")
 }
 
 // Time reads an optional RFC 3339 date-time field.

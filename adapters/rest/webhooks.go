@@ -74,8 +74,18 @@ func (s *Server) deleteWebhook(c *gin.Context) error {
 	return nil
 }
 
+// rotateWebhookSecret takes an optional body: {"previous_secret_expires_in":
+// SECONDS}; the domain holds its rule.
 func (s *Server) rotateWebhookSecret(c *gin.Context) error {
-	w, err := s.app.Webhooks.RotateSecret(c.Request.Context(), Actor(c), c.Param("webhookId"))
+	obj, err := httpedge.ReadOptionalObject(c, "previous_secret_expires_in")
+	if err != nil {
+		return err
+	}
+	grace, err := obj.Int("previous_secret_expires_in")
+	if err != nil {
+		return err
+	}
+	w, err := s.app.Webhooks.RotateSecret(c.Request.Context(), Actor(c), c.Param("webhookId"), grace)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/domain"
 )
 
 var webhookSecretRe = regexp.MustCompile(`^whsec_[0-9A-Za-z]{32,}$`)
@@ -239,4 +240,66 @@ func TestWebhookAllowPrivate(t *testing.T) {
 	e := resttest.NewWith(t, storetest.SQLite(t), resttest.Settings{AllowPrivateWebhooks: true})
 	newWebhook(t, e, "http://127.0.0.1:9/hook", "task.created")
 	newWebhook(t, e, "http://localhost:9/hook", "task.created")
+}
+
+// rotate_secret's optional body: previous_secret_expires_in is an integer
+// from 0 to 604800; anything else is 400 validation_failed with that param.
+// No body, an empty object and any value in range are accepted, and the
+// value sets how long the replaced secret keeps signing.
+func TestRotateSecretBody(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := resttest.New(t, db)
+		id := newWebhook(t, e, "https://93.184.215.14/hooks", "task.created").Str("id")
+		path := "/v1/webhooks/" + id + "/rotate_secret"
+		const param = "previous_secret_expires_in"
+		for _, bad := range []string{`-1`, `604801`, `1.5`, `"60"`, `true`, `null`, `1e3`, `99999999999999999999`} {
+			res := e.Send(http.MethodPost, path, e.Admin.Key, `{"previous_secret_expires_in":`+bad+`}`)
+			res.ExpectError(t, http.StatusBadRequest, "validation_failed", param)
+		}
+		e.Send(http.MethodPost, path, e.Admin.Key, `{"previous_secret_expires":60}`).
+			ExpectError(t, http.StatusBadRequest, "validation_failed", "previous_secret_expires")
+		e.Send(http.MethodPost, path, e.Admin.Key, `{"previous_secret_expires_in":`).
+			ExpectError(t, http.StatusBadRequest, "invalid_json", "")
+		// A member is refused before the body is looked at.
+		e.Send(http.MethodPost, path, e.Member.Key, `{"previous_secret_expires_in":-1}`).
+			ExpectError(t, http.StatusForbidden, "permission_denied", "")
+
+		stored := func() domain.Webhook {
+			t.Helper()
+			w, err := db.Webhooks().FindWebhookByID(t.Context(), e.Workspace.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		for _, tc := range []struct {
+			body  any
+			grace time.Duration
+		}{
+			{nil, 0}, {"", 0}, {"  ", 0}, {`{}`, 0}, {`{"previous_secret_expires_in":0}`, 0},
+			{`{"previous_secret_expires_in":604800}`, 604800 * time.Second},
+			{`{"previous_secret_expires_in":90}`, 90 * time.Second},
+		} {
+			before := stored()
+			res := e.Send(http.MethodPost, path, e.Admin.Key, tc.body)
+			res.ExpectStatus(t, http.StatusOK)
+			after := stored()
+			if res.Str("secret") != after.Secret || after.Secret == before.Secret || strings.Contains(string(res.Body), before.Secret) {
+				t.Fatalf("body %v: rotated to %s", tc.body, res.Body)
+			}
+			if tc.grace == 0 {
+				if after.PreviousSecret != "" || after.PreviousSecretExpiresAt != nil {
+					t.Fatalf("body %v: a previous secret is kept: %+v", tc.body, after)
+				}
+				continue
+			}
+			if after.PreviousSecret != before.Secret || after.PreviousSecretExpiresAt == nil ||
+				!after.PreviousSecretExpiresAt.Equal(e.Clock.Now().Add(tc.grace)) {
+				t.Fatalf("body %v: previous secret %q until %v", tc.body, after.PreviousSecret, after.PreviousSecretExpiresAt)
+			}
+		}
+		if got := e.Get("/v1/webhooks/"+id, e.Admin.Key); strings.Contains(string(got.Body), "whsec_") || strings.Contains(string(got.Body), "previous") {
+			t.Fatalf("GET shows a secret: %s", got.Body)
+		}
+	})
 }

@@ -74,16 +74,40 @@ func (db *DB) Deliveries() *DeliveryStore { return &DeliveryStore{db: db} }
 
 // CreateDeliveries inserts ds in one statement and, on PostgreSQL, queues a
 // notification that the database sends to listening dispatchers when (and
-// only if) the transaction commits.
+// only if) the transaction commits. The first time in a transaction, the
+// NOTIFY rides in the INSERT's own statement (a data-modifying WITH), so
+// that the outbox costs the change no extra round trip; later calls in the
+// same transaction do not notify again.
 func (s *DeliveryStore) CreateDeliveries(ctx context.Context, ds []domain.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	rows := mapRows(ds, deliveryToRow)
-	if err := s.db.conn(ctx).Create(&rows).Error; err != nil {
+	if s.db.dialect != DialectPostgres || !s.db.firstNotify(ctx) {
+		rows := mapRows(ds, deliveryToRow)
+		if err := s.db.conn(ctx).Create(&rows).Error; err != nil {
+			return fmt.Errorf("store: create deliveries: %w", err)
+		}
+		return nil
+	}
+	var values strings.Builder
+	args := make([]any, 0, 10*len(ds))
+	for i, d := range ds {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		values.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		r := deliveryToRow(d)
+		args = append(args, r.ID, r.WorkspaceID, r.WebhookID, r.EventID, r.EventType, r.Status, r.Attempts,
+			r.NextAttemptAt, r.WindowStart, r.CreatedAt)
+	}
+	q := `WITH ins AS (INSERT INTO webhook_deliveries
+	(id, workspace_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, window_start, created_at)
+	VALUES ` + values.String() + `)
+SELECT pg_notify(` + channelExpr + `, '')`
+	if err := s.db.conn(ctx).Exec(q, args...).Error; err != nil {
 		return fmt.Errorf("store: create deliveries: %w", err)
 	}
-	return s.db.notifyDeliveries(ctx)
+	return nil
 }
 
 // FindDeliveryByID returns resource_not_found when the delivery is absent or
@@ -131,22 +155,31 @@ func (s *DeliveryStore) RescheduleDelivery(ctx context.Context, d domain.Deliver
 // concurrent claims pass over each other's rows instead of waiting or
 // taking them too, and the webhooks rows are not locked, so claims of one
 // webhook's deliveries run side by side. On SQLite the statement runs
-// under the database's single write lock. The verbs fill in the webhooks
-// to skip, the locking clause and the RETURNING list.
+// under the database's single write lock. Of the candidates, at most the
+// room of each webhook is leased (row_number per webhook): a candidate
+// left out is not updated, and its row lock ends with the statement. The
+// verbs fill in the webhooks to skip, the locking clause, the per-webhook
+// room (a join on a VALUES list, or nothing) and the RETURNING list.
 const claimSQL = `UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
 WHERE id IN (
-	SELECT d.id FROM webhook_deliveries d
-	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
-	WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-	AND w.active %s
-	ORDER BY d.next_attempt_at
-	LIMIT ? %s
+	SELECT r.id FROM (
+		SELECT c.id, c.webhook_id, c.next_attempt_at,
+			row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
+		FROM (
+			SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d
+			JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+			WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+			AND w.active %s
+			ORDER BY d.next_attempt_at
+			LIMIT ? %s
+		) c
+	) r %s
 )
 RETURNING %s`
 
 // claimedSQL reads what sending the claimed deliveries needs; %s is the
 // source of the claimed rows.
-const claimedSQL = `SELECT d.*, w.url, w.secret, e.payload FROM %s d
+const claimedSQL = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.payload FROM %s d
 	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
 	JOIN events e ON e.id = d.event_id
 	%s
@@ -168,21 +201,48 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		args = append(args, r.SkipWebhooks)
 	}
 	args = append(args, r.Limit)
+	// The room per webhook: PerWebhook, lowered for those named in Room.
+	room := ""
+	if r.PerWebhook > 0 {
+		room = "WHERE r.n <= ?"
+		if len(r.Room) > 0 {
+			var values strings.Builder
+			var vargs []any
+			for id, n := range r.Room {
+				if values.Len() > 0 {
+					values.WriteString(", ")
+				}
+				values.WriteString("(?, ?)")
+				vargs = append(vargs, id, n)
+			}
+			if s.db.dialect == DialectPostgres {
+				// VALUES columns take their types from the first row.
+				room = "LEFT JOIN (VALUES " + strings.Replace(values.String(), "(?, ?)", "(?::text, ?::integer)", 1) +
+					") AS h(webhook_id, room) ON h.webhook_id = r.webhook_id WHERE r.n <= coalesce(h.room, ?)"
+			} else {
+				room = "LEFT JOIN (VALUES " + values.String() + ") AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
+			}
+			args = append(args, vargs...)
+		}
+		args = append(args, r.PerWebhook)
+	}
 	var rows []struct {
-		Row     deliveryRow `gorm:"embedded"`
-		URL     string      `gorm:"column:url"`
-		Secret  string      `gorm:"column:secret"`
-		Payload []byte      `gorm:"column:payload"`
+		Row     deliveryRow    `gorm:"embedded"`
+		URL     string         `gorm:"column:url"`
+		Secret  string         `gorm:"column:secret"`
+		Prev    sql.NullString `gorm:"column:previous_secret"`
+		PrevExp NullTime       `gorm:"column:previous_secret_expires_at"`
+		Payload []byte         `gorm:"column:payload"`
 	}
 	if s.db.dialect == DialectPostgres {
-		q := "WITH claimed AS (" + fmt.Sprintf(claimSQL, skip, "FOR UPDATE OF d SKIP LOCKED", "*") + ")\n" +
+		q := "WITH claimed AS (" + fmt.Sprintf(claimSQL, skip, "FOR UPDATE OF d SKIP LOCKED", room, "*") + ")\n" +
 			fmt.Sprintf(claimedSQL, "claimed", "")
 		if err := s.db.conn(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 			return nil, fmt.Errorf("store: claim deliveries: %w", err)
 		}
 	} else {
 		var ids []string
-		if err := s.db.conn(ctx).Raw(fmt.Sprintf(claimSQL, skip, "", "id"), args...).Scan(&ids).Error; err != nil {
+		if err := s.db.conn(ctx).Raw(fmt.Sprintf(claimSQL, skip, "", room, "id"), args...).Scan(&ids).Error; err != nil {
 			return nil, fmt.Errorf("store: claim deliveries: %w", err)
 		}
 		if len(ids) == 0 {
@@ -195,7 +255,10 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	}
 	out := make([]ports.Dispatch, len(rows))
 	for i, row := range rows {
-		out[i] = ports.Dispatch{Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret, Payload: row.Payload}
+		out[i] = ports.Dispatch{
+			Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret,
+			PreviousSecret: row.Prev.String, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
+		}
 	}
 	return out, nil
 }
@@ -215,6 +278,62 @@ func (s *DeliveryStore) FinishDelivery(ctx context.Context, d domain.Delivery, o
 		return false, fmt.Errorf("store: finish delivery: %w", res.Error)
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// finishManySQL writes many outcomes in one statement (PostgreSQL): the
+// VALUES list carries one row per delivery, typed by the casts of its first
+// row. Only rows owner still holds are written.
+const finishManySQL = `UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempts,
+	last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code, last_error = v.last_error,
+	next_attempt_at = v.next_attempt_at, lease_until = NULL, locked_by = NULL
+FROM (VALUES %s) AS v(id, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at)
+WHERE d.id = v.id AND d.locked_by = ?`
+
+// FinishDeliveries writes the outcomes of many attempts, each only while
+// owner holds its lease, and reports how many it wrote. On PostgreSQL that
+// is one UPDATE … FROM (VALUES …), so that a dispatcher finishing hundreds
+// of attempts a second spends one round trip per batch; on SQLite, whose
+// writes are serialised anyway, the single-row updates in one transaction.
+func (s *DeliveryStore) FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error) {
+	if len(ds) == 0 {
+		return 0, nil
+	}
+	if s.db.dialect != DialectPostgres {
+		var n int64
+		err := s.db.InTx(ctx, func(ctx context.Context) error {
+			n = 0
+			for _, d := range ds {
+				ok, err := s.FinishDelivery(ctx, d, owner)
+				if err != nil {
+					return err
+				}
+				if ok {
+					n++
+				}
+			}
+			return nil
+		})
+		return n, err
+	}
+	const first = "(?::text, ?::text, ?::integer, ?::timestamptz, ?::integer, ?::text, ?::timestamptz)"
+	const rest = "(?, ?, ?, ?, ?, ?, ?)"
+	var values strings.Builder
+	args := make([]any, 0, 7*len(ds)+1)
+	for i, d := range ds {
+		if i == 0 {
+			values.WriteString(first)
+		} else {
+			values.WriteString(", " + rest)
+		}
+		r := deliveryToRow(d)
+		args = append(args, r.ID, r.Status, r.Attempts, r.LastAttemptAt, r.LastStatusCode, r.LastError, r.NextAttemptAt)
+	}
+	args = append(args, owner)
+	res := s.db.conn(ctx).Exec(fmt.Sprintf(finishManySQL, values.String()), args...)
+	if res.Error != nil {
+		return 0, fmt.Errorf("store: finish deliveries: %w", res.Error)
+	}
+	return res.RowsAffected, nil
 }
 
 // ReleaseDeliveries ends owner's leases on ids.
@@ -244,10 +363,10 @@ func (s *DeliveryStore) FailPendingDeliveries(ctx context.Context, workspaceID, 
 }
 
 // notifyDeliveries queues a NOTIFY on this database's delivery channel
-// (PostgreSQL only). PostgreSQL sends it when the transaction commits and
-// drops it on rollback, and folds repeats within one transaction into one.
+// (PostgreSQL only), once per transaction. PostgreSQL sends it when the
+// transaction commits and drops it on rollback.
 func (db *DB) notifyDeliveries(ctx context.Context) error {
-	if db.dialect != DialectPostgres {
+	if db.dialect != DialectPostgres || !db.firstNotify(ctx) {
 		return nil
 	}
 	if err := db.conn(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error; err != nil {

@@ -368,7 +368,7 @@ func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 		return strings.Join(lines, "\n")
 	}
 	now := store.Time(base.Add(time.Hour))
-	claim := plan(fmt.Sprintf(store.ClaimSQL, "", "FOR UPDATE OF d SKIP LOCKED", "id"), now, "dsp", now, now, 10)
+	claim := plan(fmt.Sprintf(store.ClaimSQL, "", "FOR UPDATE OF d SKIP LOCKED", "WHERE r.n <= ?", "id"), now, "dsp", now, now, 10, 16)
 	if !strings.Contains(claim, "webhook_deliveries_due_idx") {
 		t.Fatalf("the claim does not use the due index:\n%s", claim)
 	}
@@ -377,4 +377,108 @@ func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 	if !strings.Contains(list, "webhook_deliveries_webhook_status_created_idx") || strings.Contains(list, "Sort") {
 		t.Fatalf("the filtered listing is not a keyset range scan:\n%s", list)
 	}
+}
+
+// FinishDeliveries writes many outcomes at once (one statement on
+// PostgreSQL), each only while the caller holds its lease, and can be
+// called again with the same outcomes without harm (the dispatcher retries
+// a write that failed on a broken connection).
+func TestDeliveryStoreFinishMany(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws := newWorkspace(t, db)
+		w := newWebhook(t, db, ws, base, "task.created")
+		for range 5 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
+			newDeliveries(t, db, e, w)
+		}
+		now := base.Add(time.Minute)
+		a, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3})
+		if err != nil || len(a) != 3 {
+			t.Fatalf("claim a: %d %v", len(a), err)
+		}
+		b, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "b", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3})
+		if err != nil || len(b) != 2 {
+			t.Fatalf("claim b: %d %v", len(b), err)
+		}
+		policy := domain.RetryPolicy{Base: time.Second, Max: time.Minute, Window: time.Hour}
+		code := 503
+		var outs []domain.Delivery
+		for i, c := range append(a, b[0]) { // b's delivery is not a's to finish
+			res := domain.AttemptResult{StatusCode: 200}
+			if i == 1 {
+				res = domain.AttemptResult{StatusCode: code, Err: "busy"}
+			}
+			outs = append(outs, c.Delivery.RecordAttempt(res, now, policy).Delivery)
+		}
+		for range 2 { // the second call writes nothing: the leases are gone
+			n, err := s.FinishDeliveries(ctx, "a", outs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 3 && n != 0 {
+				t.Fatalf("finished %d, want 3 then 0", n)
+			}
+		}
+		for _, want := range outs[:3] {
+			got, err := s.FindDeliveryByID(ctx, ws.ID, w.ID, want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equal(t, "finished delivery", got, want)
+		}
+		got, _ := s.FindDeliveryByID(ctx, ws.ID, w.ID, b[0].Delivery.ID)
+		equal(t, "b's delivery, untouched", got, b[0].Delivery)
+		// The retry scheduled for a's second delivery can be claimed again.
+		again, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "c", Now: now.Add(time.Hour), LeaseUntil: now.Add(2 * time.Hour), Limit: 10})
+		if err != nil || len(again) != 1 || again[0].Delivery.ID != outs[1].ID || again[0].Delivery.Attempts != 1 {
+			t.Fatalf("claim after finishing: %+v %v", again, err)
+		}
+	})
+}
+
+// A claim takes at most PerWebhook deliveries of one webhook, fewer for
+// those given less Room, and still fills its limit from other webhooks:
+// the dispatcher need not lease what it would give back at once.
+func TestDeliveryStoreClaimsWithinRoom(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws := newWorkspace(t, db)
+		a := newWebhook(t, db, ws, base, "task.created")
+		b := newWebhook(t, db, ws, base, "task.created")
+		c := newWebhook(t, db, ws, base, "task.created")
+		for i := range 6 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Second))
+			newDeliveries(t, db, e, a, b, c)
+		}
+		now := base.Add(time.Hour)
+		claimed, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
+			Owner: "x", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 18,
+			PerWebhook: 4, Room: map[string]int{b.ID: 1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[string]int{}
+		for _, d := range claimed {
+			per[d.Delivery.WebhookID]++
+		}
+		if per[a.ID] != 4 || per[b.ID] != 1 || per[c.ID] != 4 || len(claimed) != 9 {
+			t.Fatalf("claimed per webhook %v (%d in all); want a 4, b 1, c 4", per, len(claimed))
+		}
+		// What was left out is not leased: another claim gets it.
+		rest, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "y", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 100})
+		if err != nil || len(rest) != 9 {
+			t.Fatalf("second claim: %d %v; want the 9 left", len(rest), err)
+		}
+		for _, d := range rest {
+			for _, m := range claimed {
+				if d.Delivery.ID == m.Delivery.ID {
+					t.Fatalf("%s claimed twice", d.Delivery.ID)
+				}
+			}
+		}
+	})
 }

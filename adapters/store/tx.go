@@ -33,8 +33,28 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	// Begin and commit failures do not pass through GORM's statement
 	// callbacks; a lost connection there is service_unavailable too.
 	return unavailable(db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(context.WithValue(ctx, txKey{db}, tx))
+		ctx := context.WithValue(ctx, txKey{db}, tx)
+		return fn(context.WithValue(ctx, notifiedKey{db}, new(bool)))
 	}))
+}
+
+// notifiedKey carries, in a transaction's context, whether the transaction
+// has queued its NOTIFY to the dispatchers already: one per transaction is
+// enough, however many deliveries it writes.
+type notifiedKey struct{ db *DB }
+
+// firstNotify reports whether ctx's transaction has not notified yet, and
+// marks it notified; outside a transaction it is always true.
+func (db *DB) firstNotify(ctx context.Context) bool {
+	done, ok := ctx.Value(notifiedKey{db}).(*bool)
+	if !ok {
+		return true
+	}
+	if *done {
+		return false
+	}
+	*done = true
+	return true
 }
 
 // conn is the handle every repository method starts from: the transaction in

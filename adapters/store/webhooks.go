@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -12,14 +13,16 @@ import (
 )
 
 type webhookRow struct {
-	ID          string `gorm:"column:id;primaryKey"`
-	WorkspaceID string `gorm:"column:workspace_id"`
-	URL         string `gorm:"column:url"`
-	Events      string `gorm:"column:events"`
-	Active      bool   `gorm:"column:active"`
-	Secret      string `gorm:"column:secret"`
-	CreatedAt   Time   `gorm:"column:created_at"`
-	UpdatedAt   Time   `gorm:"column:updated_at"`
+	ID                      string         `gorm:"column:id;primaryKey"`
+	WorkspaceID             string         `gorm:"column:workspace_id"`
+	URL                     string         `gorm:"column:url"`
+	Events                  string         `gorm:"column:events"`
+	Active                  bool           `gorm:"column:active"`
+	Secret                  string         `gorm:"column:secret"`
+	PreviousSecret          sql.NullString `gorm:"column:previous_secret"`
+	PreviousSecretExpiresAt NullTime       `gorm:"column:previous_secret_expires_at"`
+	CreatedAt               Time           `gorm:"column:created_at"`
+	UpdatedAt               Time           `gorm:"column:updated_at"`
 }
 
 func (webhookRow) TableName() string { return "webhooks" }
@@ -31,7 +34,10 @@ func webhookToRow(w domain.Webhook) (webhookRow, error) {
 	}
 	return webhookRow{
 		ID: w.ID, WorkspaceID: w.WorkspaceID, URL: w.URL, Events: string(evs), Active: w.Active,
-		Secret: w.Secret, CreatedAt: Time(w.CreatedAt), UpdatedAt: Time(w.UpdatedAt),
+		Secret:                  w.Secret,
+		PreviousSecret:          sql.NullString{String: w.PreviousSecret, Valid: w.PreviousSecret != ""},
+		PreviousSecretExpiresAt: NullTimeOf(w.PreviousSecretExpiresAt),
+		CreatedAt:               Time(w.CreatedAt), UpdatedAt: Time(w.UpdatedAt),
 	}, nil
 }
 
@@ -48,7 +54,8 @@ func webhookFromRow(r webhookRow) (domain.Webhook, error) {
 	}
 	return domain.Webhook{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, URL: r.URL, Events: evs, Active: r.Active,
-		Secret: r.Secret, CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
+		Secret: r.Secret, PreviousSecret: r.PreviousSecret.String, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt.Ptr(),
+		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
 	}, nil
 }
 
@@ -149,7 +156,9 @@ func (s *WebhookStore) UpdateWebhook(ctx context.Context, w domain.Webhook) erro
 	res := s.db.conn(ctx).Model(&webhookRow{}).
 		Where("workspace_id = ? AND id = ?", w.WorkspaceID, w.ID).
 		Updates(map[string]any{
-			"url": row.URL, "events": row.Events, "active": row.Active, "secret": row.Secret, "updated_at": row.UpdatedAt,
+			"url": row.URL, "events": row.Events, "active": row.Active, "secret": row.Secret,
+			"previous_secret": row.PreviousSecret, "previous_secret_expires_at": row.PreviousSecretExpiresAt,
+			"updated_at": row.UpdatedAt,
 		})
 	if res.Error != nil {
 		return fmt.Errorf("store: update webhook: %w", res.Error)

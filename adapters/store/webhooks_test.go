@@ -113,12 +113,27 @@ func TestWebhookStore(t *testing.T) {
 			if err != nil || !changed {
 				t.Fatal(err)
 			}
-			next = next.RotateSecret(base.Add(time.Hour))
+			// A rotation with a grace period stores the replaced secret and
+			// its expiry; one without clears them again.
+			next = next.RotateSecret(base.Add(time.Hour), 90*time.Second)
 			if err := s.UpdateWebhook(ctx, next); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := s.FindWebhookByID(ctx, ws.ID, w.ID)
 			equal(t, "updated", got, next)
+			if got.PreviousSecret != w.Secret || got.PreviousSecretExpiresAt == nil ||
+				!got.PreviousSecretExpiresAt.Equal(domain.Timestamp(base.Add(time.Hour+90*time.Second))) {
+				t.Fatalf("previous secret after a rotation with grace: %q until %v", got.PreviousSecret, got.PreviousSecretExpiresAt)
+			}
+			next = next.RotateSecret(base.Add(2*time.Hour), 0)
+			if err := s.UpdateWebhook(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			got, _ = s.FindWebhookByID(ctx, ws.ID, w.ID)
+			equal(t, "rotated without grace", got, next)
+			if got.PreviousSecret != "" || got.PreviousSecretExpiresAt != nil {
+				t.Fatalf("previous secret after a rotation without grace: %q until %v", got.PreviousSecret, got.PreviousSecretExpiresAt)
+			}
 			foreign := next
 			foreign.WorkspaceID = other.ID
 			wantCode(t, s.UpdateWebhook(ctx, foreign), domain.CodeNotFound, "")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -34,6 +35,14 @@ const (
 	UserAgent       = "Worktrack-Webhooks/1"
 )
 
+// The Standard Webhooks headers (standardwebhooks.com), which its libraries
+// read in lower case.
+const (
+	HeaderWebhookID        = "webhook-id"
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	HeaderWebhookSignature = "webhook-signature"
+)
+
 // maxResponseBytes is the most of a receiver's response body read: only
 // the status matters, and the rest is drained so the connection can be
 // reused, never buffered without bound.
@@ -50,6 +59,26 @@ func Sign(secret string, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// StandardSignature is one webhook-signature entry: "v1," and the standard
+// base64 HMAC-SHA256 of "<id>.<timestamp>.<body>", keyed with the bytes
+// the secret after its whsec_ prefix decodes to as standard base64. Every
+// secret Worktrack makes decodes; a secret that somehow does not is keyed
+// with its characters as they are, so that signing never fails.
+func StandardSignature(secret, id string, timestamp int64, body []byte) string {
+	enc := strings.TrimPrefix(secret, domain.WebhookSecretPrefix)
+	key, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		key = []byte(enc)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write(strconv.AppendInt(nil, timestamp, 10))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
 // SenderOptions configure a Sender.
 type SenderOptions struct {
 	// Timeout bounds one attempt from dialling to the response status
@@ -58,8 +87,8 @@ type SenderOptions struct {
 	// AllowPrivate lets attempts connect to blocked addresses
 	// (WORKTRACK_WEBHOOK_ALLOW_PRIVATE).
 	AllowPrivate bool
-	// Now is the clock used to turn a Retry-After HTTP-date into a delay;
-	// default time.Now.
+	// Now is the clock that stamps webhook-timestamp and turns a
+	// Retry-After HTTP-date into a delay; default time.Now.
 	Now func() time.Time
 }
 
@@ -112,11 +141,15 @@ func NewSender(o SenderOptions) *Sender {
 		},
 	}
 	transport := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   16,
+		Proxy:             nil,
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
+		// One transport for every attempt, so that connections to a
+		// receiver are kept alive and reused: enough idle ones per host for
+		// the dispatcher's per-webhook concurrency (32 by default) with
+		// room for several webhooks on one host.
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   o.Timeout,
 		ResponseHeaderTimeout: o.Timeout,
@@ -148,6 +181,16 @@ func (s *Sender) Send(ctx context.Context, a ports.WebhookAttempt) domain.Attemp
 	req.Header[HeaderEventID] = []string{a.EventID}
 	req.Header[HeaderEventType] = []string{string(a.EventType)}
 	req.Header[HeaderAttempt] = []string{strconv.Itoa(a.Attempt)}
+	// Standard Webhooks: the timestamp is this attempt's, so that receivers
+	// can refuse a replay of an old request; the new secret's entry first.
+	ts := s.now().Unix()
+	sig := StandardSignature(a.Secret, a.EventID, ts, a.Body)
+	if a.PreviousSecret != "" {
+		sig += " " + StandardSignature(a.PreviousSecret, a.EventID, ts, a.Body)
+	}
+	req.Header[HeaderWebhookID] = []string{a.EventID}
+	req.Header[HeaderWebhookTimestamp] = []string{strconv.FormatInt(ts, 10)}
+	req.Header[HeaderWebhookSignature] = []string{sig}
 
 	resp, err := s.client.Do(req)
 	if err != nil {

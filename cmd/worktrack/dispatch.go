@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/webhook"
@@ -15,15 +16,26 @@ import (
 // has returned: it stops claiming, and the attempts in flight finish
 // (bounded by WORKTRACK_WEBHOOK_TIMEOUT) and record their outcome before the
 // database is closed.
+//
+// On PostgreSQL the dispatcher gets a small connection pool of its own
+// (dispatcherConns): its claims and outcome writes then never wait for a
+// connection behind API requests, nor API requests behind them. SQLite
+// keeps one pool: its writes are serialised anyway, and a second pool on
+// an in-memory database would be another database.
 func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger) (stop func()) {
+	ddb, closeDB := dispatcherDB(ctx, db, cfg, log)
 	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate})
-	d := a.NewDispatcher(sender, db, app.DispatcherOptions{
+	stores := app.DispatcherStores{Tx: ddb, Deliveries: ddb.Deliveries(), Webhooks: ddb.Webhooks()}
+	d := a.NewDispatcherOn(stores, sender, ddb, app.DispatcherOptions{
 		Policy: domain.RetryPolicy{
 			Base: cfg.WebhookBackoffBase, Max: cfg.WebhookBackoffMax, Window: cfg.WebhookRetryWindow,
 			Jitter: domain.EqualJitter,
 		},
 		Timeout: cfg.WebhookTimeout,
-		Logger:  log,
+		// A few milliseconds of the first attempt's latency buy one claim
+		// per burst of commits instead of one per commit.
+		Coalesce: dispatchCoalesce,
+		Logger:   log,
 	})
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -35,5 +47,29 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 	return func() {
 		cancel()
 		<-done
+		closeDB()
 	}
+}
+
+// dispatchCoalesce is how long the dispatcher gathers commits before
+// claiming their deliveries.
+const dispatchCoalesce = 5 * time.Millisecond
+
+// dispatcherConns is the dispatcher's own PostgreSQL pool: one claim and
+// one batched outcome write at a time need two; the rest cover a 410's
+// transaction and a reconnect.
+const dispatcherConns = 4
+
+// dispatcherDB opens the dispatcher's pool on PostgreSQL; elsewhere, or if
+// it cannot be opened, the dispatcher shares db.
+func dispatcherDB(ctx context.Context, db *store.DB, cfg Config, log *slog.Logger) (*store.DB, func()) {
+	if db.Dialect() != store.DialectPostgres {
+		return db, func() {}
+	}
+	ddb, err := store.Open(ctx, cfg.DatabaseURL, store.WithMaxOpenConns(dispatcherConns))
+	if err != nil {
+		log.Warn("webhook dispatcher: no connection pool of its own; sharing the API's", "error", err.Error())
+		return db, func() {}
+	}
+	return ddb, func() { _ = ddb.Close() }
 }

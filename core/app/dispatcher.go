@@ -19,11 +19,13 @@ type DispatcherOptions struct {
 	Policy domain.RetryPolicy
 	// Timeout is the sender's per-attempt timeout; the lease outlasts it.
 	Timeout time.Duration
-	// Workers bounds the attempts in flight at once. Default 16.
+	// Workers bounds the attempts in flight at once. Default 128: an
+	// attempt mostly waits on the network, so workers are cheap.
 	Workers int
 	// PerWebhook bounds the attempts in flight to one webhook, so that a slow
 	// or dead receiver holds at most this share of the workers. Default
-	// Workers/4, at least 1.
+	// Workers/4, at least 1: 32 in flight keep up with a fast receiver, and
+	// three slow ones still leave a quarter of the pool to the rest.
 	PerWebhook int
 	// PollInterval is the fallback for wake-ups that cannot be signalled
 	// (another process's expired lease, a lost notification). Default 1s.
@@ -32,6 +34,12 @@ type DispatcherOptions struct {
 	// dispatcher; a crashed process's claims lapse after it. Default
 	// 2×Timeout + 10s.
 	Lease time.Duration
+	// Coalesce is how long a wake-up by a commit waits before claiming, so
+	// that the deliveries of the commits made meanwhile are claimed by the
+	// same statement: under a stream of writes, one claim every few
+	// milliseconds instead of one per commit (each scanning the due
+	// deliveries). Default 0: claim at once.
+	Coalesce time.Duration
 	// Owner names this dispatcher in leases. Default a fresh random id.
 	Owner string
 	// Logger reports failures to reach the database. Default slog.Default().
@@ -55,9 +63,17 @@ type Dispatcher struct {
 	perHook  map[string]int
 	retries  timeHeap // retries this dispatcher scheduled, earliest first
 	backlog  bool     // the last claim took all it asked for: more may be due
-	freed    chan struct{}
-	wg       sync.WaitGroup
+	// backlogHooks are the webhooks the last claim took all their room of.
+	backlogHooks map[string]bool
+	freed        chan struct{}
+	wg           sync.WaitGroup
+	// finishes carries attempt outcomes to the one goroutine that writes
+	// them, many per statement (finishLoop).
+	finishes chan domain.Delivery
 }
+
+// maxFinishBatch bounds the outcomes written by one statement.
+const maxFinishBatch = 256
 
 // DispatcherDeps are the ports the dispatcher uses, all required.
 type DispatcherDeps struct {
@@ -81,8 +97,24 @@ type DispatcherDeps struct {
 // NewDispatcher makes a dispatcher over the app's stores and wake signal,
 // with the system timers.
 func (a *App) NewDispatcher(sender ports.WebhookSender, watcher ports.DeliveryWatcher, o DispatcherOptions) *Dispatcher {
+	return a.NewDispatcherOn(DispatcherStores{Tx: a.tx, Deliveries: a.deliveries, Webhooks: a.webhooks}, sender, watcher, o)
+}
+
+// DispatcherStores are the ports a dispatcher reads and writes deliveries
+// and webhooks through. A deployment gives the dispatcher stores over a
+// database pool of its own, so that claims and outcomes never queue behind
+// API requests for a connection, nor API requests behind them.
+type DispatcherStores struct {
+	Tx         ports.Transactor
+	Deliveries ports.DeliveryStore
+	Webhooks   ports.WebhookStore
+}
+
+// NewDispatcherOn is NewDispatcher over the given stores, woken by this
+// app's commits.
+func (a *App) NewDispatcherOn(st DispatcherStores, sender ports.WebhookSender, watcher ports.DeliveryWatcher, o DispatcherOptions) *Dispatcher {
 	return NewDispatcher(DispatcherDeps{
-		Tx: a.tx, Deliveries: a.deliveries, Webhooks: a.webhooks, Sender: sender, Watcher: watcher,
+		Tx: st.Tx, Deliveries: st.Deliveries, Webhooks: st.Webhooks, Sender: sender, Watcher: watcher,
 		Wake: a.wake, Clock: a.clock, After: time.After,
 	}, o)
 }
@@ -97,7 +129,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		panic("app: the dispatcher needs Wake and After")
 	}
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = 128
 	}
 	if o.PerWebhook <= 0 {
 		o.PerWebhook = max(1, o.Workers/4)
@@ -117,13 +149,26 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Dispatcher{d: d, opts: o, log: o.Logger, perHook: map[string]int{}, freed: make(chan struct{}, 1)}
+	return &Dispatcher{
+		d: d, opts: o, log: o.Logger, perHook: map[string]int{}, backlogHooks: map[string]bool{}, freed: make(chan struct{}, 1),
+		finishes: make(chan domain.Delivery, o.Workers),
+	}
 }
 
 // Run dispatches until ctx ends. Then it stops claiming, lets the attempts
 // in flight finish (each bounded by the sender's timeout) and record their
-// outcome, and returns.
+// outcome, and returns. A Dispatcher runs once.
 func (x *Dispatcher) Run(ctx context.Context) error {
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		x.finishLoop(context.WithoutCancel(ctx))
+	}()
+	defer func() {
+		// Every attempt has handed over its outcome (wg); write the last.
+		close(x.finishes)
+		<-finished
+	}()
 	local, unsubscribe := x.d.Wake.Subscribe()
 	defer unsubscribe()
 	var remote <-chan struct{}
@@ -145,16 +190,25 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 		}
 		timer := x.d.After(x.untilNextWake())
 		onlyFreed = false
+		commit := false
 		select {
 		case <-ctx.Done():
 		case <-local:
+			commit = true
 		case _, ok := <-remote:
 			if !ok {
 				remote = nil
 			}
+			commit = ok
 		case <-x.freed:
 			onlyFreed = true
 		case <-timer:
+		}
+		if commit && x.opts.Coalesce > 0 {
+			select {
+			case <-ctx.Done():
+			case <-x.d.After(x.opts.Coalesce):
+			}
 		}
 	}
 	x.wg.Wait()
@@ -167,7 +221,15 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 func (x *Dispatcher) worthClaiming() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return !x.backlog || x.opts.Workers-x.inFlight >= max(1, x.opts.Workers/4)
+	if !x.backlog || x.opts.Workers-x.inFlight >= max(1, x.opts.Workers/4) {
+		return true
+	}
+	for id := range x.backlogHooks {
+		if x.opts.PerWebhook-x.perHook[id] >= max(1, x.opts.PerWebhook/4) {
+			return true
+		}
+	}
+	return false
 }
 
 // untilNextWake is the time until the earliest retry this dispatcher
@@ -193,17 +255,23 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 	}
 	free := x.opts.Workers - x.inFlight
 	var skip []string
+	room := map[string]int{}
 	for id, n := range x.perHook {
 		if n >= x.opts.PerWebhook {
 			skip = append(skip, id)
+		} else {
+			room[id] = x.opts.PerWebhook - n
 		}
 	}
 	x.mu.Unlock()
 	if free <= 0 {
 		return false
 	}
+	// The store takes no more of a webhook than its room, so that a claim
+	// during one webhook's backlog does not lease what must be released.
 	claimed, err := x.d.Deliveries.ClaimDeliveries(ctx, ports.ClaimRequest{
 		Owner: x.opts.Owner, Now: now, LeaseUntil: now.Add(x.opts.Lease), Limit: free, SkipWebhooks: skip,
+		PerWebhook: x.opts.PerWebhook, Room: room,
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -234,8 +302,25 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 			x.log.Error("webhook dispatcher: releasing deliveries failed", "error", err.Error())
 		}
 	}
+	// A webhook that got all the room it was offered may have more due:
+	// the claim loop claims again for it once a batch's worth of its room
+	// is free, rather than one statement per finished attempt.
+	got := map[string]int{}
+	for _, c := range claimed {
+		got[c.Delivery.WebhookID]++
+	}
 	x.mu.Lock()
-	x.backlog = len(claimed) == free
+	clear(x.backlogHooks)
+	for id, n := range got {
+		r, ok := room[id]
+		if !ok {
+			r = x.opts.PerWebhook
+		}
+		if n >= r {
+			x.backlogHooks[id] = true
+		}
+	}
+	x.backlog = len(claimed) == free || len(x.backlogHooks) > 0
 	x.mu.Unlock()
 	return len(claimed) == free || len(over) > 0
 }
@@ -252,10 +337,15 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 		// start any more.
 		out = domain.Outcome{Delivery: d.Fail("The retry window closed before the next attempt.")}
 	} else {
-		res := x.d.Sender.Send(ctx, ports.WebhookAttempt{
-			URL: c.URL, Secret: c.Secret, EventID: d.EventID, EventType: d.EventType,
+		secrets := domain.SigningSecrets(c.Secret, c.PreviousSecret, c.PreviousSecretExpiresAt, x.d.Clock.Now())
+		a := ports.WebhookAttempt{
+			URL: c.URL, Secret: secrets[0], EventID: d.EventID, EventType: d.EventType,
 			Attempt: d.Attempts + 1, Body: c.Payload,
-		})
+		}
+		if len(secrets) > 1 {
+			a.PreviousSecret = secrets[1]
+		}
+		res := x.d.Sender.Send(ctx, a)
 		out = d.RecordAttempt(res, x.d.Clock.Now(), x.opts.Policy)
 		level := slog.LevelDebug
 		if !res.Succeeded() {
@@ -267,29 +357,97 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 	x.record(ctx, out)
 }
 
-// record writes an outcome, and on a 410 deactivates the webhook and fails
-// its other pending deliveries. If it cannot be written the lease lapses and
-// the attempt is made again: at least once.
+// record hands an outcome over to be written. The common outcome goes to
+// finishLoop, which writes many per statement; a 410 (deactivate the
+// webhook, fail its other pending deliveries) is written here, in a
+// transaction of its own.
 func (x *Dispatcher) record(ctx context.Context, out domain.Outcome) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	d := out.Delivery
-	var err error
 	if !out.DeactivateWebhook {
-		// One statement: no transaction round trips on the common path.
-		_, err = x.d.Deliveries.FinishDelivery(ctx, d, x.opts.Owner)
-	} else {
-		err = x.deactivate(ctx, d)
+		x.finishes <- out.Delivery
+		return
 	}
+	d := out.Delivery
+	err := x.retryWrite(ctx, func(ctx context.Context) error { return x.deactivate(ctx, d) })
 	if err != nil {
 		x.log.Error("webhook dispatcher: recording an attempt failed; it will be retried when its lease lapses",
 			"delivery_id", d.ID, "error", err.Error())
+	}
+}
+
+// finishLoop writes attempt outcomes until finishes is closed: whatever
+// has queued up while the previous statement ran goes into the next one,
+// so that the statements per second stay few however many attempts end.
+func (x *Dispatcher) finishLoop(ctx context.Context) {
+	for d := range x.finishes {
+		batch := []domain.Delivery{d}
+	more:
+		for len(batch) < maxFinishBatch {
+			select {
+			case d, ok := <-x.finishes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, d)
+			default:
+				break more
+			}
+		}
+		x.finish(ctx, batch)
+	}
+}
+
+// finish writes a batch of outcomes and schedules the retries among them.
+// A failed write (a broken connection, a database restarting) is retried:
+// left to the lease, the attempt would be sent again although it was made.
+func (x *Dispatcher) finish(ctx context.Context, batch []domain.Delivery) {
+	err := x.retryWrite(ctx, func(ctx context.Context) error {
+		_, err := x.d.Deliveries.FinishDeliveries(ctx, x.opts.Owner, batch)
+		return err
+	})
+	if err != nil {
+		x.log.Error("webhook dispatcher: recording attempts failed; they will be retried when their leases lapse",
+			"deliveries", len(batch), "error", err.Error())
 		return
 	}
-	if d.Status == domain.DeliveryPending && d.NextAttemptAt != nil {
-		x.mu.Lock()
-		heap.Push(&x.retries, *d.NextAttemptAt)
-		x.mu.Unlock()
+	retries := false
+	x.mu.Lock()
+	for _, d := range batch {
+		if d.Status == domain.DeliveryPending && d.NextAttemptAt != nil {
+			heap.Push(&x.retries, *d.NextAttemptAt)
+			retries = true
+		}
+	}
+	x.mu.Unlock()
+	if retries {
+		// The claim loop may be asleep until the poll: let it see them.
+		x.nudge()
+	}
+}
+
+// retryWrite runs write until it succeeds, for at most half the lease
+// (the attempts it records must be written before their leases lapse),
+// waiting 50ms doubling to 1s between tries.
+func (x *Dispatcher) retryWrite(ctx context.Context, write func(context.Context) error) error {
+	deadline := time.Now().Add(x.opts.Lease / 2)
+	wait := 50 * time.Millisecond
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := write(tctx)
+		cancel()
+		if err == nil || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		x.log.Warn("webhook dispatcher: recording attempts failed; retrying", "error", err.Error())
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// nudge wakes the claim loop.
+func (x *Dispatcher) nudge() {
+	select {
+	case x.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -326,10 +484,7 @@ func (x *Dispatcher) done(webhookID string) {
 		delete(x.perHook, webhookID)
 	}
 	x.mu.Unlock()
-	select {
-	case x.freed <- struct{}{}:
-	default:
-	}
+	x.nudge()
 	x.wg.Done()
 }
 

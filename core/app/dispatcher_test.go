@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -88,6 +89,11 @@ type fakeDeliveries struct {
 	claims   []ports.ClaimRequest
 	released []string
 
+	// finishFailures makes that many FinishDeliveries calls fail, as on a
+	// broken connection; finishCalls counts the calls.
+	finishFailures int
+	finishCalls    int
+
 	claimed  chan ports.ClaimRequest
 	finished chan domain.Delivery
 	failed   chan string // webhook ids whose pending deliveries were failed
@@ -145,6 +151,25 @@ func (s *fakeDeliveries) FinishDelivery(_ context.Context, d domain.Delivery, _ 
 	s.mu.Unlock()
 	s.finished <- d
 	return true, nil
+}
+
+func (s *fakeDeliveries) FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error) {
+	s.mu.Lock()
+	s.finishCalls++
+	fail := s.finishFailures > 0
+	if fail {
+		s.finishFailures--
+	}
+	s.mu.Unlock()
+	if fail {
+		return 0, errors.New("driver: bad connection")
+	}
+	for _, d := range ds {
+		if _, err := s.FinishDelivery(ctx, d, owner); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(ds)), nil
 }
 
 func (s *fakeDeliveries) ReleaseDeliveries(_ context.Context, _ string, ids []string) error {
@@ -465,6 +490,29 @@ func TestDispatcherWakesForTheRetryItScheduled(t *testing.T) {
 		t.Fatalf("after the retry: %+v", second)
 	}
 	<-stop()
+}
+
+// An outcome whose write fails (a broken pooled connection) is written
+// again at once rather than left to its lease: left, the lease would lapse
+// and the attempt, although made, would be sent a second time.
+func TestDispatcherRetriesAFailedFinish(t *testing.T) {
+	r := newRig()
+	r.store.finishFailures = 2
+	r.store.add("whd_1", "whk_1", t0)
+	stop := r.run(t, app.DispatcherOptions{Workers: 2})
+	if d := <-r.store.finished; d.ID != "whd_1" || d.Status != domain.DeliverySucceeded {
+		t.Fatalf("finished: %+v", d)
+	}
+	<-stop()
+	r.store.mu.Lock()
+	calls := r.store.finishCalls
+	r.store.mu.Unlock()
+	if calls != 3 {
+		t.Fatalf("FinishDeliveries was called %d times, want 2 failures then 1 success", calls)
+	}
+	if n := len(r.sender.started); n != 1 {
+		t.Fatalf("%d attempts were sent, want 1", n)
+	}
 }
 
 // A 410 fails the delivery at once, sets the webhook inactive and fails its

@@ -156,23 +156,31 @@ func (s *Webhooks) Delete(ctx context.Context, a domain.Actor, id string) error 
 }
 
 // RotateSecret gives a webhook a fresh signing secret, returned once. The
-// next attempt of every delivery, retries included, is signed with it.
-func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string) (domain.Webhook, error) {
+// next attempt of every delivery, retries included, is signed with it, and
+// also with the replaced secret for previousExpiresIn seconds (absent: 0;
+// validation_failed, param previous_secret_expires_in, outside 0-604800).
+func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string, previousExpiresIn domain.Field[int64]) (domain.Webhook, error) {
 	if err := a.Require(domain.PermAdmin); err != nil {
+		return domain.Webhook{}, err
+	}
+	grace, err := domain.PreviousSecretGrace("previous_secret_expires_in", previousExpiresIn)
+	if err != nil {
 		return domain.Webhook{}, err
 	}
 	if !domain.HasPrefix(id, domain.PrefixWebhook) {
 		return domain.Webhook{}, domain.NotFound("webhook", id)
 	}
 	var out domain.Webhook
-	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
 		w, err := s.d.Webhooks.FindWebhookByIDForUpdate(ctx, a.WorkspaceID, id)
 		if err != nil {
 			return err
 		}
-		out = w.RotateSecret(s.d.Clock.Now())
+		out = w.RotateSecret(s.d.Clock.Now(), grace)
 		return s.d.Webhooks.UpdateWebhook(ctx, out)
 	})
+	// The new secret is shown once; the one it replaces never again.
+	out.PreviousSecret = ""
 	return out, err
 }
 
@@ -248,6 +256,6 @@ func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, del
 }
 
 func withoutSecret(w domain.Webhook) domain.Webhook {
-	w.Secret = ""
+	w.Secret, w.PreviousSecret = "", ""
 	return w
 }

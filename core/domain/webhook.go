@@ -10,20 +10,49 @@ import (
 const WebhookSecretPrefix = "whsec_"
 
 // Webhook is a subscription of a URL to event types. Secret signs every
-// delivery; it is shown only when created or rotated.
+// delivery; it is shown only when created or rotated. After a rotation with
+// a grace period, PreviousSecret also signs deliveries (a second Standard
+// Webhooks signature) until PreviousSecretExpiresAt, so that receivers can
+// switch secrets without refusing anything.
 type Webhook struct {
-	ID          string
-	WorkspaceID string
-	URL         string
-	Events      []EventType
-	Active      bool
-	Secret      string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	ID                      string
+	WorkspaceID             string
+	URL                     string
+	Events                  []EventType
+	Active                  bool
+	Secret                  string
+	PreviousSecret          string
+	PreviousSecretExpiresAt *time.Time
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
 }
 
+// webhookSecretChars is the length of a secret after its prefix: 32 base62
+// characters carry 190 bits, and being a multiple of four characters of the
+// base64 alphabet they are also valid standard base64 (24 bytes), which is
+// how Standard Webhooks libraries read the key.
+const webhookSecretChars = 32
+
 // NewWebhookSecret returns a fresh signing secret.
-func NewWebhookSecret() string { return WebhookSecretPrefix + RandomBase62(40) }
+func NewWebhookSecret() string { return WebhookSecretPrefix + RandomBase62(webhookSecretChars) }
+
+// MaxPreviousSecretGrace bounds how long a rotated-out secret keeps signing
+// deliveries: a week.
+const MaxPreviousSecretGrace = 7 * 24 * time.Hour
+
+// PreviousSecretGrace validates how long, in whole seconds, the previous
+// secret keeps signing after a rotation: absent means 0 (it stops at once);
+// otherwise an integer from 0 to 604800. param names the field in errors.
+func PreviousSecretGrace(param string, in Field[int64]) (time.Duration, error) {
+	if !in.Present {
+		return 0, nil
+	}
+	limit := int64(MaxPreviousSecretGrace / time.Second)
+	if in.Null || in.Value < 0 || in.Value > limit {
+		return 0, Invalid(param, "Must be an integer number of seconds from 0 to %d.", limit)
+	}
+	return time.Duration(in.Value) * time.Second, nil
+}
 
 // WebhookFields are a webhook's writable fields as a request carries them,
 // unvalidated: NewWebhook takes them for a registration (url and events
@@ -165,11 +194,35 @@ func (w Webhook) Apply(patch WebhookFields, now time.Time) (Webhook, bool, error
 }
 
 // RotateSecret returns the webhook with a fresh signing secret. The next
-// attempt of every delivery is signed with it.
-func (w Webhook) RotateSecret(now time.Time) Webhook {
+// attempt of every delivery is signed with it and, for grace (from
+// PreviousSecretGrace) after now, also with the secret it replaces; a zero
+// grace drops the old secret at once, as does any earlier grace still
+// running (only the secret just replaced is kept).
+func (w Webhook) RotateSecret(now time.Time, grace time.Duration) Webhook {
+	now = Timestamp(now)
+	w.PreviousSecret, w.PreviousSecretExpiresAt = "", nil
+	if grace > 0 {
+		until := now.Add(grace)
+		w.PreviousSecret, w.PreviousSecretExpiresAt = w.Secret, &until
+	}
 	w.Secret = NewWebhookSecret()
-	w.UpdatedAt = Timestamp(now)
+	w.UpdatedAt = now
 	return w
+}
+
+// SigningSecrets are the secrets that sign an attempt made at now: the
+// current one first, then the previous one while its grace lasts.
+func (w Webhook) SigningSecrets(now time.Time) []string {
+	return SigningSecrets(w.Secret, w.PreviousSecret, w.PreviousSecretExpiresAt, now)
+}
+
+// SigningSecrets is Webhook.SigningSecrets for callers holding only the
+// secret columns (the dispatcher reads them with a claimed delivery).
+func SigningSecrets(current, previous string, previousExpiresAt *time.Time, now time.Time) []string {
+	if previous != "" && previousExpiresAt != nil && now.Before(*previousExpiresAt) {
+		return []string{current, previous}
+	}
+	return []string{current}
 }
 
 func sameEvents(a, b []EventType) bool {

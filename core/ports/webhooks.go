@@ -34,7 +34,8 @@ type WebhookStore interface {
 	// transaction of the change it records.
 	FindSubscribedWebhooks(ctx context.Context, workspaceID string, t domain.EventType) ([]domain.Webhook, error)
 	// UpdateWebhook writes the mutable fields of w (url, events, active,
-	// secret, updated_at); resource_not_found when absent.
+	// secret, previous secret and its expiry, updated_at);
+	// resource_not_found when absent.
 	UpdateWebhook(ctx context.Context, w domain.Webhook) error
 	// DeleteWebhook deletes the webhook and its deliveries;
 	// resource_not_found when no row was deleted.
@@ -83,16 +84,25 @@ type ClaimRequest struct {
 	// SkipWebhooks are webhooks whose deliveries not to claim (those at
 	// the dispatcher's per-webhook concurrency cap).
 	SkipWebhooks []string
+	// PerWebhook, when positive, is the most deliveries of one webhook to
+	// return, and Room lowers it for the webhooks named (those with
+	// attempts in flight already), so that a claim does not take what the
+	// dispatcher would have to give back at once. A store may ignore both;
+	// the dispatcher releases what it cannot start.
+	PerWebhook int
+	Room       map[string]int
 }
 
 // Dispatch is a claimed delivery with what sending it needs, read when it
-// was claimed: the webhook's URL and current secret, and the event's
-// payload.
+// was claimed: the webhook's URL, current secret and previous secret with
+// its expiry (empty and nil when there is none), and the event's payload.
 type Dispatch struct {
-	Delivery domain.Delivery
-	URL      string
-	Secret   string
-	Payload  []byte
+	Delivery                domain.Delivery
+	URL                     string
+	Secret                  string
+	PreviousSecret          string
+	PreviousSecretExpiresAt *time.Time
+	Payload                 []byte
 }
 
 // DeliveryStore persists deliveries: one row per event owed to one webhook.
@@ -124,6 +134,12 @@ type DeliveryStore interface {
 	// ends the lease, only while owner still holds it. It reports whether
 	// it wrote: false when the lease was lost or the delivery deleted.
 	FinishDelivery(ctx context.Context, d domain.Delivery, owner string) (bool, error)
+	// FinishDeliveries is FinishDelivery for many outcomes at once, in as
+	// few statements as the database allows; it reports how many it wrote
+	// (those whose lease owner still held). It may be called again with the
+	// same outcomes after an error: writing is idempotent while the lease
+	// holds.
+	FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error)
 	// ReleaseDeliveries ends owner's leases on ids without an attempt, so
 	// that any dispatcher may claim them at once.
 	ReleaseDeliveries(ctx context.Context, owner string, ids []string) error
@@ -144,10 +160,14 @@ type DeliveryWatcher interface {
 
 // WebhookAttempt is one attempt to send an event to a webhook.
 type WebhookAttempt struct {
-	URL       string
-	Secret    string
-	EventID   string
-	EventType domain.EventType
+	URL string
+	// Secret signs X-service-Signature and the first webhook-signature
+	// entry; PreviousSecret, when not empty (a rotation's grace period),
+	// signs a second webhook-signature entry.
+	Secret         string
+	PreviousSecret string
+	EventID        string
+	EventType      domain.EventType
 	// Attempt is the attempt's number, 1 for the first; sent as
 	// X-service-Delivery-Attempt.
 	Attempt int
