@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph"
 )
 
 // nestedQuery is the acceptance query of the batching requirement.
@@ -111,6 +113,38 @@ func TestNestedQueryWithEmptyProjects(t *testing.T) {
 		}
 		if fmt.Sprint(sizes) != "map[0:2 2:3]" {
 			t.Fatalf("task pages: %v", sizes)
+		}
+	})
+}
+
+// The Projects resolver loads every task page its projects' tasks fields ask
+// for, and their assignees, before those fields resolve: the nested query
+// never waits for a dataloader's timer, so its batches do not depend on
+// timing. With a wait of an hour, a field that missed the prefetched pages
+// would hold the query for that hour (the test binary's timeout fails it).
+// Through nodes and edges, with the page size in a variable.
+func TestNestedQueryNeedsNoLoaderTimer(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		counter := storetest.CountStatements(db)
+		e := newEnv(t, db, func(o *graph.Options) { o.LoaderWait = time.Hour })
+		seed(t, e, 3, 4)
+		createProject(t, e, "EMA")
+		gql(t, e, e.Guest.Key, `{ me { id } }`, nil).ok(t)
+		for _, q := range []struct {
+			query string
+			vars  map[string]any
+		}{
+			{nestedQuery, nil},
+			{`query($n: Int) { projects(first: 20) { edges { node { tasks(first: $n) { edges { node { assignee { email } project { key } } } } } } } }`, map[string]any{"n": 3}},
+		} {
+			counter.Reset()
+			data := gql(t, e, e.Guest.Key, q.query, q.vars).ok(t)
+			if n := counter.N(); n != 4 {
+				t.Fatalf("want 4 statements, got %d:\n  %s", n, strings.Join(counter.Statements(), "\n  "))
+			}
+			if !strings.Contains(fmt.Sprint(data), "@") {
+				t.Fatalf("no assignee email in %v", data)
+			}
 		}
 	})
 }

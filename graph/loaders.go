@@ -16,6 +16,8 @@ import (
 // request, for one actor, so a cached value never crosses requests, callers
 // or workspaces.
 type loaders struct {
+	app       *app.App
+	who       domain.Actor
 	users     *dataloadgen.Loader[string, domain.User]
 	projects  *dataloadgen.Loader[string, domain.Project]
 	taskPages *dataloadgen.Loader[taskPageKey, domain.Page[domain.Task]]
@@ -58,7 +60,7 @@ func (k taskPageKey) filter() app.TaskListFilter {
 }
 
 func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
-	l := &loaders{}
+	l := &loaders{app: a, who: who}
 	opt := dataloadgen.WithWait(wait)
 	l.users = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]domain.User, []error) {
 		users, err := a.Users.GetMany(ctx, who, ids)
@@ -69,14 +71,7 @@ func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
 		return byID(ids, ps, err, "project", func(p domain.Project) string { return p.ID })
 	}, opt)
 	l.taskPages = dataloadgen.NewLoader(func(ctx context.Context, keys []taskPageKey) ([]domain.Page[domain.Task], []error) {
-		reqs := make([]app.TaskListRequest, len(keys))
-		for i, k := range keys {
-			reqs[i] = app.TaskListRequest{
-				ProjectID: k.projectID, Filter: k.filter(),
-				Page: k.page,
-			}
-		}
-		pages, errs := a.Tasks.ListMany(ctx, who, reqs)
+		pages, errs := l.listTaskPages(ctx, keys)
 		// Queue the assignees of every task of the batch now, from this one
 		// goroutine, so that they land in one users batch whatever the
 		// timing of the Task.assignee resolvers, which then find them cached.
@@ -93,6 +88,56 @@ func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
 		return pages, errs
 	}, opt)
 	return l
+}
+
+func (l *loaders) listTaskPages(ctx context.Context, keys []taskPageKey) ([]domain.Page[domain.Task], []error) {
+	reqs := make([]app.TaskListRequest, len(keys))
+	for i, k := range keys {
+		reqs[i] = app.TaskListRequest{ProjectID: k.projectID, Filter: k.filter(), Page: k.page}
+	}
+	return l.app.Tasks.ListMany(ctx, l.who, reqs)
+}
+
+// prefetchTaskPages loads the task pages of keys, and the assignees of their
+// tasks when a key asks for them, now, in one statement each, and caches
+// them for the Project.tasks and Task.assignee resolvers that follow. The
+// Projects resolver calls it with every page its projects' tasks fields
+// will ask for: otherwise the batches would be whatever the dataloaders'
+// timers gathered, two or more under CPU load, and every level of the query
+// would wait for a timer. A page or user that failed is left out of the
+// cache, so that its resolver loads it again and reports the error in place.
+func (l *loaders) prefetchTaskPages(ctx context.Context, keys []taskPageKey) {
+	if len(keys) == 0 {
+		return
+	}
+	pages, errs := l.listTaskPages(ctx, keys)
+	seen := map[string]bool{}
+	var assignees []string
+	for i, k := range keys {
+		if errs != nil && errs[i] != nil {
+			continue
+		}
+		l.taskPages.Prime(k, pages[i])
+		if !k.withAssignees {
+			continue
+		}
+		for _, t := range pages[i].Items {
+			if id := t.AssigneeID; id != nil && !seen[*id] {
+				seen[*id] = true
+				assignees = append(assignees, *id)
+			}
+		}
+	}
+	if len(assignees) == 0 {
+		return
+	}
+	users, err := l.app.Users.GetMany(ctx, l.who, assignees)
+	if err != nil {
+		return
+	}
+	for _, u := range users {
+		l.users.Prime(u.ID, u)
+	}
 }
 
 // byID orders the values found for ids as the keys, and answers the ids not

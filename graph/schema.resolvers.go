@@ -114,7 +114,9 @@ func (r *queryResolver) Projects(ctx context.Context, first *int, after *string)
 	if err != nil {
 		return nil, err
 	}
-	loadersOf(ctx).primeProjects(page.Items...)
+	l := loadersOf(ctx)
+	l.primeProjects(page.Items...)
+	l.prefetchTaskPages(ctx, projectTaskPages(ctx, page.Items))
 	return projectConnection(page), nil
 }
 

@@ -137,6 +137,7 @@ func TestEveryCodeHasAStatusAndAType(t *testing.T) {
 		httpedge.CodeIdempotencyKeyReused:  {409, httpedge.TypeInvalidRequest},
 		httpedge.CodeIdempotencyKeyInUse:   {409, httpedge.TypeInvalidRequest},
 		httpedge.CodeTooManyRequests:       {429, httpedge.TypeRateLimit},
+		httpedge.CodeClientClosedRequest:   {499, httpedge.TypeAPI},
 	} {
 		if got := httpedge.StatusOf(code); got != want.status {
 			t.Errorf("StatusOf(%s) = %d, want %d", code, got, want.status)

@@ -23,7 +23,16 @@ const (
 	CodeIdempotencyKeyReused domain.Code = "idempotency_key_reused"
 	CodeIdempotencyKeyInUse  domain.Code = "idempotency_key_in_use"
 	CodeTooManyRequests      domain.Code = "too_many_requests"
+	// CodeClientClosedRequest is what a request becomes when its client
+	// went away before the answer (contract section 15): its failure is the
+	// client's doing, not the server's. Nobody reads the answer; the access
+	// log records it as 499, at info.
+	CodeClientClosedRequest domain.Code = "client_closed_request"
 )
+
+// StatusClientClosedRequest is nginx's status for a request whose client
+// closed the connection before the answer; net/http has no name for it.
+const StatusClientClosedRequest = 499
 
 // Error types: the broad categories of the spec's error object (error.type,
 // and the type extension of GraphQL errors).
@@ -41,7 +50,7 @@ func TypeOf(c domain.Code) string {
 		return TypeAuthentication
 	case CodeTooManyRequests:
 		return TypeRateLimit
-	case domain.CodeInternal, domain.CodeUnavailable:
+	case domain.CodeInternal, domain.CodeUnavailable, CodeClientClosedRequest:
 		return TypeAPI
 	default:
 		return TypeInvalidRequest
@@ -67,6 +76,7 @@ var statusOf = map[domain.Code]int{
 	CodeTooManyRequests:                http.StatusTooManyRequests,
 	domain.CodeInternal:                http.StatusInternalServerError,
 	domain.CodeUnavailable:             http.StatusServiceUnavailable,
+	CodeClientClosedRequest:            StatusClientClosedRequest,
 }
 
 // StatusOf returns the HTTP status of an error code.
@@ -106,16 +116,35 @@ const internalMessage = "An unexpected error occurred. Quote the request id when
 // PublicError turns any error into what a client may see. Domain errors pass
 // as they are (the store reports a lost database as service_unavailable);
 // anything else becomes internal_error, its detail logged under the request
-// id and never sent.
+// id and never sent. A failure while the client is already gone (its request
+// context cancelled: a query interrupted, a connection the driver closed) is
+// no server error: it becomes client_closed_request, logged by the access log
+// alone, as 499 at info.
 func PublicError(c *gin.Context, err error) *domain.Error {
-	if e, ok := domain.AsError(err); ok {
-		if e.Code == domain.CodeUnavailable || e.Code == domain.CodeInternal {
-			Logger(c).Error("request failed", "request_id", RequestID(c), "error", err.Error())
-		}
+	e, ok := domain.AsError(err)
+	serverFault := !ok || e.Code == domain.CodeUnavailable || e.Code == domain.CodeInternal
+	if !serverFault {
 		return e
 	}
+	if ClientGone(c) {
+		c.Set(clientClosedKey, true)
+		return errClientClosed
+	}
 	Logger(c).Error("request failed", "request_id", RequestID(c), "error", err.Error())
+	if ok {
+		return e
+	}
 	return domain.Errorf(domain.CodeInternal, internalMessage)
+}
+
+var errClientClosed = domain.Errorf(CodeClientClosedRequest, "The client closed the request before it was answered.")
+
+// ClientGone reports whether the client of the request went away: net/http
+// cancels a request's context when its connection closes (or, for HTTP/2, its
+// stream is reset), and at no other time while the handler runs; a server
+// shutdown lets in-flight requests finish with their contexts intact.
+func ClientGone(c *gin.Context) bool {
+	return c.Request.Context().Err() != nil
 }
 
 // Logger is the edge's logger, for the handlers of a request.

@@ -2,6 +2,7 @@ package httpedge
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"mime"
 	"net/http"
@@ -19,6 +20,10 @@ const (
 	requestIDKey = "worktrack.requestID"
 	loggerKey    = "worktrack.logger"
 	actorKey     = "worktrack.actor"
+	// clientClosedKey marks a request whose failure PublicError put down to
+	// its client going away (an API that answers 200 with errors, GraphQL,
+	// still logs it as 499).
+	clientClosedKey = "worktrack.clientClosed"
 
 	// MaxBodyBytes is the largest request body accepted (contract section 4).
 	MaxBodyBytes = 1 << 20
@@ -43,23 +48,38 @@ func (s *Edge) requestID(c *gin.Context) {
 	c.Next()
 }
 
-// accessLog writes one JSON line per request.
+// accessLog writes one JSON line per request, at info; a request whose client
+// went away before its answer is logged as 499 (contract section 15), never
+// as the 5xx its interrupted work may have produced. The attributes are
+// slog.Attr values on the stack (LogAttrs), not key-value pairs boxed into a
+// []any, so that the line costs the handler's encoding and little else.
 func (s *Edge) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	attrs := []any{
-		"request_id", RequestID(c),
-		"method", c.Request.Method,
-		"path", c.Request.URL.Path,
-		"status", c.Writer.Status(),
-		"latency_ms", float64(time.Since(start).Microseconds()) / 1000,
-		"bytes", c.Writer.Size(),
-		"client_ip", c.ClientIP(),
+	log := s.opts.Logger
+	ctx := c.Request.Context()
+	if !log.Enabled(ctx, slog.LevelInfo) {
+		return
 	}
+	status := c.Writer.Status()
+	if ClientGone(c) && (status >= 500 || c.GetBool(clientClosedKey)) {
+		status = StatusClientClosedRequest
+	}
+	attrs := [9]slog.Attr{
+		slog.String("request_id", RequestID(c)),
+		slog.String("method", c.Request.Method),
+		slog.String("path", c.Request.URL.Path),
+		slog.Int("status", status),
+		slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.Int("bytes", c.Writer.Size()),
+		slog.String("client_ip", c.ClientIP()),
+	}
+	n := 7
 	if a := Actor(c); a.UserID != "" {
-		attrs = append(attrs, "user_id", a.UserID, "key_id", a.KeyID)
+		attrs[7], attrs[8] = slog.String("user_id", a.UserID), slog.String("key_id", a.KeyID)
+		n = 9
 	}
-	s.opts.Logger.Info("request", attrs...)
+	log.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 }
 
 // recoverWith turns a panic into a 500 rendered by render, with the stack

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,16 +11,9 @@ import (
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-// taskColumns are the columns of taskRow, in the order FindTaskPages selects
+// taskColumns are the columns of taskRow, in the order scanTasks reads
 // them.
 const taskColumns = "id, workspace_id, project_id, title, status, assignee_id, due_at, created_at, updated_at"
-
-// slottedTaskRow is a task row tagged with the filter it answers. (GORM skips
-// unexported embedded fields, hence the named one.)
-type slottedTaskRow struct {
-	Slot int     `gorm:"column:slot"`
-	Row  taskRow `gorm:"embedded"`
-}
 
 // FindTaskPages is FindTasks for several filters in one statement: a UNION
 // ALL of one branch per filter, each the same keyset range scan with its own
@@ -60,15 +54,19 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 		}
 		fmt.Fprintf(&q, ") AS page%d", i)
 	}
-	var rows []slottedTaskRow
-	if err := s.db.conn(ctx).Raw(q.String(), args...).Scan(&rows).Error; err != nil {
+	rows, err := s.db.conn(ctx).Raw(q.String(), args...).Rows()
+	if err != nil {
 		return nil, fmt.Errorf("store: list task pages: %w", err)
 	}
-	for _, r := range rows {
-		if r.Slot < 0 || r.Slot >= len(out) {
-			return nil, fmt.Errorf("store: list task pages: row for unknown slot %d", r.Slot)
+	err = scanTasks(rows, true, func(slot int, t domain.Task) error {
+		if slot < 0 || slot >= len(out) {
+			return fmt.Errorf("row for unknown slot %d", slot)
 		}
-		out[r.Slot] = append(out[r.Slot], taskFromRow(r.Row))
+		out[slot] = append(out[slot], t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list task pages: %w", err)
 	}
 	for i := range out {
 		if out[i] == nil {
@@ -86,4 +84,38 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 		})
 	}
 	return out, nil
+}
+
+// scanTasks reads task rows (taskColumns, after a leading slot column when
+// slotted) straight into their fields and hands each task to add, then
+// closes rows. The pages of a GraphQL query read a thousand rows at a time:
+// GORM's reflective Scan into a row struct cost a sixth of that query's CPU
+// time under load, and a field-by-field Scan costs little more than the
+// driver's own decoding. Errors of a lost connection read as
+// service_unavailable, as every statement's do (registerUnavailable).
+func scanTasks(rows *sql.Rows, slotted bool, add func(slot int, t domain.Task) error) (err error) {
+	defer func() {
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		err = unavailable(err)
+	}()
+	var (
+		slot int
+		r    taskRow
+	)
+	dest := []any{&r.ID, &r.WorkspaceID, &r.ProjectID, &r.Title, &r.Status, &r.AssigneeID, &r.DueAt, &r.CreatedAt, &r.UpdatedAt}
+	if slotted {
+		dest = append([]any{&slot}, dest...)
+	}
+	for rows.Next() {
+		r = taskRow{}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if err := add(slot, taskFromRow(r)); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 
-	"gorm.io/gorm/clause"
-
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
@@ -76,16 +74,39 @@ func (s *TaskStore) FindTaskByIDForUpdate(ctx context.Context, workspaceID, id s
 	return s.find(ctx, workspaceID, id, true)
 }
 
+// findTaskSQL reads one task; the FOR UPDATE variant is PostgreSQL's.
+const (
+	findTaskSQL          = "SELECT " + taskColumns + " FROM tasks WHERE workspace_id = ? AND id = ? LIMIT 1"
+	findTaskForUpdateSQL = "SELECT " + taskColumns + " FROM tasks WHERE workspace_id = ? AND id = ? LIMIT 1 FOR UPDATE"
+)
+
+// find is the hottest read (GET /v1/tasks/{id}, GraphQL task(id)): a raw
+// statement scanned field by field, rather than GORM's query builder and
+// reflective Scan.
 func (s *TaskStore) find(ctx context.Context, workspaceID, id string, lock bool) (domain.Task, error) {
-	var row taskRow
-	q := s.db.conn(ctx)
+	query := findTaskSQL
 	if lock && s.db.dialect == DialectPostgres {
-		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		query = findTaskForUpdateSQL
 	}
-	if err := q.Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error; err != nil {
-		return domain.Task{}, notFoundOr(err, "task", id)
+	rows, err := s.db.conn(ctx).Raw(query, workspaceID, id).Rows()
+	if err != nil {
+		return domain.Task{}, fmt.Errorf("store: find task: %w", err)
 	}
-	return taskFromRow(row), nil
+	var (
+		t     domain.Task
+		found bool
+	)
+	err = scanTasks(rows, false, func(_ int, got domain.Task) error {
+		t, found = got, true
+		return nil
+	})
+	switch {
+	case err != nil:
+		return domain.Task{}, fmt.Errorf("store: find task: %w", err)
+	case !found:
+		return domain.Task{}, domain.NotFound("task", id)
+	}
+	return t, nil
 }
 
 // FindTasksByIDs returns the tasks of the workspace among ids, in no order.
@@ -111,11 +132,19 @@ func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain
 	if f.AssigneeID != nil {
 		q = q.Where("assignee_id = ?", *f.AssigneeID)
 	}
-	var rows []taskRow
-	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
+	rows, err := page(q, f.After, f.Limit).Model(&taskRow{}).Select(taskColumns).Rows()
+	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}
-	return mapRows(rows, taskFromRow), nil
+	tasks := make([]domain.Task, 0, min(max(f.Limit, 0), 256))
+	err = scanTasks(rows, false, func(_ int, t domain.Task) error {
+		tasks = append(tasks, t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list tasks: %w", err)
+	}
+	return tasks, nil
 }
 
 // UpdateTask writes the mutable fields of t; resource_not_found when absent.

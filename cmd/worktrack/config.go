@@ -31,6 +31,10 @@ type Config struct {
 	// that are too costly or too deeply nested, before they run.
 	GraphQLComplexity int
 	GraphQLDepth      int
+	// PprofAddr, when set, serves net/http/pprof on its own listener (a
+	// loopback address: profiles expose the process's internals). Never on
+	// the API's listener.
+	PprofAddr string
 }
 
 // configError names the variable at fault in one line.
@@ -116,6 +120,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		BootstrapEmail:      e.str("WORKTRACK_BOOTSTRAP_EMAIL", "admin@example.com"),
 		GraphQLComplexity:   e.positiveInt("WORKTRACK_GRAPHQL_MAX_COMPLEXITY", graph.DefaultMaxComplexity),
 		GraphQLDepth:        e.positiveInt("WORKTRACK_GRAPHQL_MAX_DEPTH", graph.DefaultMaxDepth),
+		PprofAddr:           e.str("WORKTRACK_PPROF_ADDR", ""),
 	}
 	if e.err != nil {
 		return c, e.err

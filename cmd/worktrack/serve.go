@@ -118,6 +118,9 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
+	stopPprof := startPprof(ctx, cfg.PprofAddr, log)
+	defer stopPprof()
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go purgeIdempotencyKeys(ctx, db.Idempotency(), log)
