@@ -22,7 +22,12 @@ func errTooLarge() *domain.Error {
 }
 
 // ReadBody reads the whole request body. Behind an API's chain the body is
-// limited to MaxBodyBytes: reading past it is request_too_large.
+// limited to MaxBodyBytes: reading past it is request_too_large. A body that
+// cannot be read although the client is still there (malformed chunked
+// encoding, a Content-Length longer than what was sent) is the client's
+// fault: invalid_json, like any body that is not one JSON value. When the
+// client has gone, the read error is returned as it is, so that the edge
+// tells a disconnection from a bad request.
 func ReadBody(c *gin.Context) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -30,7 +35,10 @@ func ReadBody(c *gin.Context) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, errTooLarge()
 		}
-		return nil, err
+		if c.Request.Context().Err() != nil {
+			return nil, err
+		}
+		return nil, domain.Errorf(CodeInvalidJSON, "The request body could not be read: it is not well-formed HTTP (e.g. a malformed chunked encoding).")
 	}
 	return raw, nil
 }
