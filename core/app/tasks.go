@@ -95,6 +95,9 @@ func (s *Tasks) checkAssignee(ctx context.Context, a domain.Actor, id *string) e
 	if id == nil {
 		return nil
 	}
+	if !domain.IsID(*id, domain.PrefixUser) {
+		return domain.NotAnAssignee()
+	}
 	_, err := s.d.Users.FindUserByID(ctx, a.WorkspaceID, *id)
 	if domain.IsCode(err, domain.CodeNotFound) {
 		return domain.NotAnAssignee()
