@@ -224,6 +224,7 @@ func TestMalformedChunkedBodyIs400(t *testing.T) {
 			t.Fatalf("%q: %v", b, err)
 		}
 		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
 		_ = conn.Close()
 		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"invalid_json"`) {
 			t.Fatalf("%q: want 400 invalid_json, got %d: %s", b, res.StatusCode, body)
