@@ -26,7 +26,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build test lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
+.PHONY: all help run build test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -41,6 +41,21 @@ build: ## build a static binary into bin/worktrack
 
 test: ## run every test with the race detector (extra flags: TESTFLAGS=...)
 	$(GO) test -race -count=1 $(TESTFLAGS) ./...
+
+# Fuzzing: every `func FuzzXxx` of a test file, one at a time, each for
+# FUZZTIME with one worker (the seeds in f.Add and testdata/fuzz run first).
+FUZZTIME ?= 20s
+
+fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s), one worker, one after another
+	@set -e; start=$$(date +%s); \
+	for file in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		pkg=./$$(dirname $${file#./}); \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+			echo "fuzz $$pkg $$target for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime '$(FUZZTIME)' -parallel=1 $$pkg; \
+		done; \
+	done; \
+	echo "fuzz: all targets passed in $$(( $$(date +%s) - start ))s"
 
 test-image: ## build the offline PostgreSQL test image TEST_PG_IMAGE (root, Docker; FORCE=1 rebuilds)
 	WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)' tools/pgimage/build.sh

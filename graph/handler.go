@@ -76,6 +76,7 @@ func NewServer(a *app.App, o Options) *handler.Server {
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
+	srv.Use(documentLimit{}) // before the persisted-query cache stores a query
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](o.APQCacheSize)})
 	srv.Use(depthLimit{max: o.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
@@ -129,9 +130,14 @@ func (h *httpHandler) serve(c *gin.Context) {
 		h.api.Abort(c, err)
 		return
 	}
-	if _, err := httpedge.ParseObject(body); err != nil {
+	obj, err := httpedge.ParseObject(body)
+	if err != nil {
 		h.api.Abort(c, domain.Errorf(httpedge.CodeInvalidJSON,
 			"The request body must be one JSON object: {\"query\": \"…\", \"variables\": {…}, \"operationName\": \"…\"}."))
+		return
+	}
+	if err := checkEnvelope(obj); err != nil {
+		h.api.Abort(c, err)
 		return
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
@@ -149,4 +155,33 @@ func (h *httpHandler) methodNotAllowed(c *gin.Context) {
 
 func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(strings.ToLower(r.Header.Get("Accept")), "text/html")
+}
+
+// envelope are the members of a GraphQL request body and the JSON type each
+// must have, null aside.
+var envelope = []struct{ name, want, kind string }{
+	{"query", "a string", "\""},
+	{"operationName", "a string", "\""},
+	{"variables", "an object", "{"},
+	{"extensions", "an object", "{"},
+}
+
+// checkEnvelope refuses a body whose members have the wrong JSON type
+// (validation_failed, param the member) before gqlgen decodes it: gqlgen
+// would answer with its decoder's message and the whole body echoed back.
+func checkEnvelope(obj httpedge.Object) error {
+	for _, m := range envelope {
+		raw, ok := obj[m.name]
+		if !ok {
+			continue
+		}
+		v := bytes.TrimSpace(raw)
+		if string(v) == "null" {
+			continue
+		}
+		if len(v) == 0 || v[0] != m.kind[0] {
+			return domain.Invalid(m.name, "Must be %s.", m.want)
+		}
+	}
+	return nil
 }

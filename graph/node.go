@@ -13,13 +13,13 @@ import (
 func (r *queryResolver) node(ctx context.Context, id string) (model.Node, error) {
 	a := actor(ctx)
 	switch {
-	case domain.HasPrefix(id, domain.PrefixUser):
+	case domain.IsID(id, domain.PrefixUser):
 		return ptr(r.App.Users.Get(ctx, a, id))
-	case domain.HasPrefix(id, domain.PrefixProject):
+	case domain.IsID(id, domain.PrefixProject):
 		return ptr(r.App.Projects.Get(ctx, a, id))
-	case domain.HasPrefix(id, domain.PrefixTask):
+	case domain.IsID(id, domain.PrefixTask):
 		return ptr(r.App.Tasks.Get(ctx, a, id))
-	case domain.HasPrefix(id, domain.PrefixWebhook):
+	case domain.IsID(id, domain.PrefixWebhook):
 		return ptr(r.App.Webhooks.Get(ctx, a, id))
 	}
 	return nil, domain.NotFound("object", id)

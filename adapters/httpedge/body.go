@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,7 +23,12 @@ func errTooLarge() *domain.Error {
 }
 
 // ReadBody reads the whole request body. Behind an API's chain the body is
-// limited to MaxBodyBytes: reading past it is request_too_large.
+// limited to MaxBodyBytes: reading past it is request_too_large. A body that
+// cannot be read although the client is still there (malformed chunked
+// encoding, a chunked body cut short) is the client's fault: invalid_json,
+// like any body that is not one JSON value, never a 500. A client that has
+// gone altogether gets the same answer, which it will not read; what the
+// edge logs for it is decided from the request's context, not from here.
 func ReadBody(c *gin.Context) ([]byte, error) {
 	raw, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -30,7 +36,7 @@ func ReadBody(c *gin.Context) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, errTooLarge()
 		}
-		return nil, err
+		return nil, domain.Errorf(CodeInvalidJSON, "The request body could not be read: it is not well-formed HTTP (e.g. a malformed chunked encoding).")
 	}
 	return raw, nil
 }
@@ -40,12 +46,18 @@ func ReadBody(c *gin.Context) ([]byte, error) {
 // checked with its own name as param.
 type Object map[string]json.RawMessage
 
-// ParseObject decodes raw as exactly one JSON object. Not JSON, or JSON that
-// is not an object (null and arrays included), is invalid_json.
+// ParseObject decodes raw as exactly one JSON object. Not JSON (invalid UTF-8
+// included), or JSON that is not an object (null and arrays included), is
+// invalid_json.
 func ParseObject(raw []byte) (Object, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, domain.Errorf(CodeInvalidJSON, "The request body must be a JSON object.")
+	}
+	// JSON text is UTF-8 (RFC 8259); Go's decoder would quietly turn invalid
+	// bytes into U+FFFD and store something the client never sent.
+	if !utf8.Valid(trimmed) {
+		return nil, domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: it is not UTF-8.")
 	}
 	var obj Object
 	dec := json.NewDecoder(bytes.NewReader(trimmed))

@@ -120,7 +120,7 @@ func (s *Admin) Bootstrap(ctx context.Context, email string) (created bool, key 
 
 // findUser finds a user in any workspace: the operator is not scoped.
 func (s *Admin) findUser(ctx context.Context, id string) (domain.User, error) {
-	if !domain.HasPrefix(id, domain.PrefixUser) {
+	if !domain.IsID(id, domain.PrefixUser) {
 		return domain.User{}, domain.NotFound("user", id)
 	}
 	return s.d.Users.FindUserByIDAnyWorkspace(ctx, id)

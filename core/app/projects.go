@@ -55,7 +55,7 @@ func (s *Projects) Get(ctx context.Context, a domain.Actor, id string) (domain.P
 	if err := a.Require(domain.PermRead); err != nil {
 		return domain.Project{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixProject) {
+	if !domain.IsID(id, domain.PrefixProject) {
 		return domain.Project{}, domain.NotFound("project", id)
 	}
 	return s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, id)
@@ -66,7 +66,7 @@ func (s *Projects) GetMany(ctx context.Context, a domain.Actor, ids []string) ([
 	if err := a.Require(domain.PermRead); err != nil {
 		return nil, err
 	}
-	return s.d.Projects.FindProjectsByIDs(ctx, a.WorkspaceID, ids)
+	return s.d.Projects.FindProjectsByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixProject))
 }
 
 // List pages through the caller's projects, oldest first.
@@ -91,7 +91,7 @@ func (s *Projects) Update(ctx context.Context, a domain.Actor, id string, patch 
 	if err := a.Require(domain.PermWrite); err != nil {
 		return domain.Project{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixProject) {
+	if !domain.IsID(id, domain.PrefixProject) {
 		return domain.Project{}, domain.NotFound("project", id)
 	}
 	var out domain.Project

@@ -42,7 +42,7 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 	var filters []ports.TaskFilter
 	var asked []int // asked[j] is the request filters[j] answers
 	for i, r := range reqs {
-		if !domain.HasPrefix(r.ProjectID, domain.PrefixProject) {
+		if !domain.IsID(r.ProjectID, domain.PrefixProject) {
 			errs[i] = domain.NotFound("project", r.ProjectID)
 			continue
 		}

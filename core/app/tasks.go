@@ -45,7 +45,14 @@ type TaskListFilter struct {
 
 func (f TaskListFilter) validate() error {
 	if f.Status != nil {
-		return f.Status.Validate()
+		if err := f.Status.Validate(); err != nil {
+			return err
+		}
+	}
+	// A value that cannot be a user id is refused like a body's assignee_id
+	// of nobody; a well-formed id of nobody simply matches no task.
+	if f.AssigneeID != nil && !domain.IsID(*f.AssigneeID, domain.PrefixUser) {
+		return domain.NotAnAssignee()
 	}
 	return nil
 }
@@ -58,7 +65,7 @@ func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in
 	if err := a.Require(domain.PermWrite); err != nil {
 		return domain.Task{}, err
 	}
-	if !domain.HasPrefix(projectID, domain.PrefixProject) {
+	if !domain.IsID(projectID, domain.PrefixProject) {
 		return domain.Task{}, domain.NotFound("project", projectID)
 	}
 	t, err := domain.NewTask(s.d.IDs.NewID(domain.PrefixTask), a.WorkspaceID, projectID, in, s.d.Clock.Now())
@@ -88,6 +95,9 @@ func (s *Tasks) checkAssignee(ctx context.Context, a domain.Actor, id *string) e
 	if id == nil {
 		return nil
 	}
+	if !domain.IsID(*id, domain.PrefixUser) {
+		return domain.NotAnAssignee()
+	}
 	_, err := s.d.Users.FindUserByID(ctx, a.WorkspaceID, *id)
 	if domain.IsCode(err, domain.CodeNotFound) {
 		return domain.NotAnAssignee()
@@ -100,18 +110,19 @@ func (s *Tasks) Get(ctx context.Context, a domain.Actor, id string) (domain.Task
 	if err := a.Require(domain.PermRead); err != nil {
 		return domain.Task{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixTask) {
+	if !domain.IsID(id, domain.PrefixTask) {
 		return domain.Task{}, domain.NotFound("task", id)
 	}
 	return s.d.Tasks.FindTaskByID(ctx, a.WorkspaceID, id)
 }
 
-// GetMany returns the tasks among ids (absent or foreign ids left out).
+// GetMany returns the tasks among ids (absent, foreign or ill-formed ids left
+// out).
 func (s *Tasks) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]domain.Task, error) {
 	if err := a.Require(domain.PermRead); err != nil {
 		return nil, err
 	}
-	return s.d.Tasks.FindTasksByIDs(ctx, a.WorkspaceID, ids)
+	return s.d.Tasks.FindTasksByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixTask))
 }
 
 // List pages through a project's tasks, oldest first. resource_not_found
@@ -128,7 +139,7 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 	if err := f.validate(); err != nil {
 		return none, err
 	}
-	if !domain.HasPrefix(projectID, domain.PrefixProject) {
+	if !domain.IsID(projectID, domain.PrefixProject) {
 		return none, domain.NotFound("project", projectID)
 	}
 	k, err := req.Keyset(taskListScope(a.WorkspaceID, projectID, f))
@@ -160,7 +171,7 @@ func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch dom
 	if err := a.Require(domain.PermWrite); err != nil {
 		return domain.Task{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixTask) {
+	if !domain.IsID(id, domain.PrefixTask) {
 		return domain.Task{}, domain.NotFound("task", id)
 	}
 	var out domain.Task
@@ -194,7 +205,7 @@ func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
 	if err := a.Require(domain.PermWrite); err != nil {
 		return err
 	}
-	if !domain.HasPrefix(id, domain.PrefixTask) {
+	if !domain.IsID(id, domain.PrefixTask) {
 		return domain.NotFound("task", id)
 	}
 	return s.d.Tx.InTx(ctx, func(ctx context.Context) error {

@@ -34,7 +34,7 @@ func (s *Users) Get(ctx context.Context, a domain.Actor, id string) (domain.User
 	if err := a.Require(domain.PermRead); err != nil {
 		return domain.User{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixUser) {
+	if !domain.IsID(id, domain.PrefixUser) {
 		return domain.User{}, domain.NotFound("user", id)
 	}
 	return s.d.Users.FindUserByID(ctx, a.WorkspaceID, id)
@@ -45,7 +45,7 @@ func (s *Users) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]do
 	if err := a.Require(domain.PermRead); err != nil {
 		return nil, err
 	}
-	return s.d.Users.FindUsersByIDs(ctx, a.WorkspaceID, ids)
+	return s.d.Users.FindUsersByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixUser))
 }
 
 // List pages through the members of the caller's workspace.

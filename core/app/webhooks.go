@@ -75,7 +75,7 @@ func (s *Webhooks) Get(ctx context.Context, a domain.Actor, id string) (domain.W
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return domain.Webhook{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+	if !domain.IsID(id, domain.PrefixWebhook) {
 		return domain.Webhook{}, domain.NotFound("webhook", id)
 	}
 	w, err := s.d.Webhooks.FindWebhookByID(ctx, a.WorkspaceID, id)
@@ -110,7 +110,7 @@ func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch 
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return domain.Webhook{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+	if !domain.IsID(id, domain.PrefixWebhook) {
 		return domain.Webhook{}, domain.NotFound("webhook", id)
 	}
 	if u, ok := patch.URL.Get(); ok {
@@ -149,7 +149,7 @@ func (s *Webhooks) Delete(ctx context.Context, a domain.Actor, id string) error 
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return err
 	}
-	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+	if !domain.IsID(id, domain.PrefixWebhook) {
 		return domain.NotFound("webhook", id)
 	}
 	return s.d.Webhooks.DeleteWebhook(ctx, a.WorkspaceID, id)
@@ -167,7 +167,7 @@ func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string, 
 	if err != nil {
 		return domain.Webhook{}, err
 	}
-	if !domain.HasPrefix(id, domain.PrefixWebhook) {
+	if !domain.IsID(id, domain.PrefixWebhook) {
 		return domain.Webhook{}, domain.NotFound("webhook", id)
 	}
 	var out domain.Webhook
@@ -201,7 +201,7 @@ func (s *Webhooks) Deliveries(ctx context.Context, a domain.Actor, webhookID str
 			return none, err
 		}
 	}
-	if !domain.HasPrefix(webhookID, domain.PrefixWebhook) {
+	if !domain.IsID(webhookID, domain.PrefixWebhook) {
 		return none, domain.NotFound("webhook", webhookID)
 	}
 	k, err := req.Keyset(deliveryListScope(a.WorkspaceID, webhookID, status))
@@ -233,10 +233,10 @@ func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, del
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return domain.Delivery{}, err
 	}
-	if !domain.HasPrefix(webhookID, domain.PrefixWebhook) {
+	if !domain.IsID(webhookID, domain.PrefixWebhook) {
 		return domain.Delivery{}, domain.NotFound("webhook", webhookID)
 	}
-	if !domain.HasPrefix(deliveryID, domain.PrefixDelivery) {
+	if !domain.IsID(deliveryID, domain.PrefixDelivery) {
 		return domain.Delivery{}, domain.NotFound("webhook delivery", deliveryID)
 	}
 	var out domain.Delivery

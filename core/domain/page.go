@@ -140,8 +140,15 @@ func DecodeCursor(param, scope, s string) (Position, error) {
 	if !bytes.Equal(body[9:17], scopeFingerprint(scope)) {
 		return Position{}, bad
 	}
+	// The checksum is not a secret, so a client can forge a cursor: what it
+	// names must still be a position a store can compare with, an instant
+	// in range and a well-formed id.
 	micros := int64(binary.BigEndian.Uint64(body[1:9]))
-	return Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: string(body[17:])}, nil
+	pos := Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: string(body[17:])}
+	if !InTimeRange(pos.CreatedAt) || !IsAnyID(pos.ID) {
+		return Position{}, bad
+	}
+	return pos, nil
 }
 
 // NewPage builds a page from up to k.Rows() items fetched for keyset k: the

@@ -98,10 +98,14 @@ func NewTask(id, workspaceID, projectID string, in TaskFields, now time.Time) (T
 	if err := checkAssigneeID(assignee); err != nil {
 		return Task{}, err
 	}
+	due := in.DueAt.Ptr()
+	if err := checkDueAt(due); err != nil {
+		return Task{}, err
+	}
 	now = Timestamp(now)
 	return Task{
 		ID: id, WorkspaceID: workspaceID, ProjectID: projectID, Title: title, Status: status,
-		AssigneeID: assignee, DueAt: TimestampPtr(in.DueAt.Ptr()), CreatedAt: now, UpdatedAt: now,
+		AssigneeID: assignee, DueAt: TimestampPtr(due), CreatedAt: now, UpdatedAt: now,
 	}, nil
 }
 
@@ -113,8 +117,15 @@ func NotAnAssignee() *Error {
 }
 
 func checkAssigneeID(id *string) error {
-	if id != nil && !HasPrefix(*id, PrefixUser) {
+	if id != nil && !IsID(*id, PrefixUser) {
 		return NotAnAssignee()
+	}
+	return nil
+}
+
+func checkDueAt(t *time.Time) error {
+	if t != nil {
+		return CheckTime("due_at", *t)
 	}
 	return nil
 }
@@ -164,6 +175,9 @@ func (t Task) Apply(patch TaskFields, now time.Time) (Task, Changes, error) {
 		}
 	}
 	if patch.DueAt.Present {
+		if err := checkDueAt(patch.DueAt.Ptr()); err != nil {
+			return t, nil, err
+		}
 		v := TimestampPtr(patch.DueAt.Ptr())
 		if !equalTime(v, t.DueAt) {
 			changes = append(changes, Change{Field: "due_at", Old: t.DueAt})
