@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -35,6 +36,12 @@ func ReadBody(c *gin.Context) ([]byte, error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, errTooLarge()
+		}
+		if ClientGone(c) || bodyStalled(err) {
+			// The client went away, or stopped sending, before its body
+			// ended: it is no server fault, and nobody may be left to answer.
+			c.Set(clientClosedKey, true)
+			return nil, errClientClosed
 		}
 		return nil, domain.Errorf(CodeInvalidJSON, "The request body could not be read: it is not well-formed HTTP (e.g. a malformed chunked encoding).")
 	}
@@ -188,4 +195,13 @@ func (o Object) Time(name string) (domain.Field[time.Time], error) {
 		return domain.Field[time.Time]{}, domain.Invalid(name, "Must be an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z.")
 	}
 	return domain.Set(t), nil
+}
+
+// bodyStalled reports a body that stopped arriving until the server's read
+// deadline: the client stopped sending, which is a client gone (499), unlike
+// a malformed or truncated body from a client still waiting for its answer
+// (400). A client whose connection closed is seen by ClientGone.
+func bodyStalled(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

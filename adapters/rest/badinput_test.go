@@ -192,22 +192,25 @@ func TestDueAtOutsideStorableYears(t *testing.T) {
 }
 
 // TestMalformedChunkedBodyIs400: a body that cannot be read as HTTP (bad
-// chunk sizes, a chunked body cut short) is the client's fault, invalid_json,
-// never a 500. Sent over a real connection, since only the server's reader
+// chunk sizes, an oversized extension) is the client's fault, invalid_json,
+// never a 500; one cut short by the client leaving is a 499. Sent over a real connection, since only the server's reader
 // sees the framing.
 func TestMalformedChunkedBodyIs400(t *testing.T) {
 	e := resttest.New(t, storetest.SQLite(t))
 	prj := newProject(t, e, "CHK")
 	srv := httptest.NewServer(e.Engine)
 	defer srv.Close()
-	bodies := []string{
-		"zz\r\n{}\r\n0\r\n\r\n",                   // chunk size not hex
-		"5\r\n{\"title\":\"x\"}\r\n0\r\n\r\n",     // chunk longer than its size
-		"ffffffffffffffffffff\r\n{}\r\n0\r\n\r\n", // size overflows
-		"3\r\n{}\n", // cut short, then the client half-closes
-		"2;" + strings.Repeat("x", 10000) + "\r\n{}\r\n0\r\n\r\n", // oversized chunk extension
+	// A body cut short by the client closing its side of the connection is
+	// a client gone (499 client_closed_request, never a 5xx): net/http
+	// cancels the request's context when the connection reads EOF.
+	bodies := map[string]string{
+		"zz\r\n{}\r\n0\r\n\r\n":                   "invalid_json", // chunk size not hex
+		"5\r\n{\"title\":\"x\"}\r\n0\r\n\r\n":     "invalid_json", // chunk longer than its size
+		"ffffffffffffffffffff\r\n{}\r\n0\r\n\r\n": "invalid_json", // size overflows
+		"3\r\n{}\n": "client_closed_request", // cut short, then the client half-closes
+		"2;" + strings.Repeat("x", 10000) + "\r\n{}\r\n0\r\n\r\n": "invalid_json", // oversized chunk extension
 	}
-	for _, b := range bodies {
+	for b, want := range bodies {
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -226,8 +229,12 @@ func TestMalformedChunkedBodyIs400(t *testing.T) {
 		body, _ := io.ReadAll(res.Body)
 		_ = res.Body.Close()
 		_ = conn.Close()
-		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"invalid_json"`) {
-			t.Fatalf("%q: want 400 invalid_json, got %d: %s", b, res.StatusCode, body)
+		wantStatus := http.StatusBadRequest
+		if want == "client_closed_request" {
+			wantStatus = 499
+		}
+		if res.StatusCode != wantStatus || !strings.Contains(string(body), `"`+want+`"`) {
+			t.Fatalf("%q: want %d %s, got %d: %s", b, wantStatus, want, res.StatusCode, body)
 		}
 	}
 }
