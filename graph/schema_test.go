@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/tools/nodetest"
 )
 
 // envRequireGraphQLJS makes TestSchemaPassesGraphQLJS fail, rather than
@@ -17,23 +18,9 @@ const envRequireGraphQLJS = "WORKTRACK_REQUIRE_GRAPHQL_JS"
 // schema the server introspects is that file's, as graphql-js reads both.
 func TestSchemaPassesGraphQLJS(t *testing.T) {
 	tool := filepath.Join("..", "tools", "schema-check")
-	node, err := exec.LookPath("node")
-	missing := ""
-	switch {
-	case err != nil:
-		missing = "Node.js is not installed"
-	default:
-		if _, err := os.Stat(filepath.Join(tool, "node_modules", "graphql", "package.json")); err != nil {
-			missing = "graphql-js is not installed in tools/schema-check"
-		}
-	}
-	if missing != "" {
-		msg := missing + "; `make schema-check` installs graphql-js from npm (npm ci) and runs the check."
-		if os.Getenv(envRequireGraphQLJS) == "1" {
-			t.Fatalf("%s Failing because %s=1.", msg, envRequireGraphQLJS)
-		}
-		t.Skip(msg + " Skipping.")
-	}
+	node := nodetest.Tool{
+		Dir: tool, Package: "graphql", Install: "make schema-check", RequireEnv: envRequireGraphQLJS,
+	}.Require(t)
 
 	e := newEnv(t, storetest.SQLite(t))
 	r := gql(t, e, e.Guest.Key, introspectionQuery, nil)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -22,6 +21,7 @@ import (
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
+	"github.com/worktrack/worktrack/tools/nodetest"
 )
 
 // regexpSecret32 is a secret of the Standard Webhooks shape: whsec_ and
@@ -66,23 +66,9 @@ func nodeCaseOf(secret string, r received) nodeCase {
 func nodeVerify(t *testing.T, cases ...nodeCase) []bool {
 	t.Helper()
 	tool := filepath.Join("..", "..", "tools", "webhook-verify")
-	node, err := exec.LookPath("node")
-	missing := ""
-	switch {
-	case err != nil:
-		missing = "Node.js is not installed"
-	default:
-		if _, err := os.Stat(filepath.Join(tool, "node_modules", "standardwebhooks", "package.json")); err != nil {
-			missing = "standardwebhooks is not installed in tools/webhook-verify"
-		}
-	}
-	if missing != "" {
-		msg := missing + "; `make webhook-verify` installs it from npm (npm ci)."
-		if os.Getenv(envRequireNodeWebhooks) == "1" {
-			t.Fatalf("%s Failing because %s=1.", msg, envRequireNodeWebhooks)
-		}
-		t.Skip(msg + " Skipping.")
-	}
+	node := nodetest.Tool{
+		Dir: tool, Package: "standardwebhooks", Install: "make webhook-verify", RequireEnv: envRequireNodeWebhooks,
+	}.Require(t)
 	in, err := json.Marshal(cases)
 	if err != nil {
 		t.Fatal(err)
