@@ -53,13 +53,30 @@ func unavailable(err error) error {
 func isConnectionError(err error) bool {
 	var netErr net.Error
 	var connectErr *pgconn.ConnectError
+	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, sql.ErrConnDone), errors.Is(err, driver.ErrBadConn),
 		errors.As(err, &netErr), errors.As(err, &connectErr):
 		return true
+	case errors.As(err, &pgErr):
+		return isConnectionLoss(pgErr.Code)
 	}
 	// database/sql does not export its "database is closed" error.
 	return strings.Contains(err.Error(), "sql: database is closed")
+}
+
+// isConnectionLoss reports the SQLSTATEs a server sends when it ends or
+// refuses a session, not because of the statement: a restart or shutdown
+// terminating pooled connections (57P01 admin_shutdown, 57P02
+// crash_shutdown), a server still starting (57P03 cannot_connect_now), and
+// class 08, connection exceptions. The statement did not run; the client
+// should retry shortly, as for a connection that cannot be opened.
+func isConnectionLoss(code string) bool {
+	switch code {
+	case "57P01", "57P02", "57P03":
+		return true
+	}
+	return strings.HasPrefix(code, "08")
 }
 
 // registerUnavailable makes every statement report a lost connection as
