@@ -5,11 +5,15 @@ package httpedge_test
 // renderer answers where, and which paths are an API's.
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -145,5 +149,41 @@ func TestEveryCodeHasAStatusAndAType(t *testing.T) {
 		if got := httpedge.TypeOf(code); got != want.typ {
 			t.Errorf("TypeOf(%s) = %s, want %s", code, got, want.typ)
 		}
+	}
+}
+
+// brokenLimiter fails every call, as an unreachable Redis does.
+type brokenLimiter struct{}
+
+func (brokenLimiter) Take(context.Context, string, int, time.Duration, time.Time) (httpedge.RateDecision, error) {
+	return httpedge.RateDecision{}, errors.New("redis: connection refused")
+}
+
+func (brokenLimiter) Peek(context.Context, string, int, time.Duration, time.Time) (httpedge.RateDecision, error) {
+	return httpedge.RateDecision{}, errors.New("redis: connection refused")
+}
+
+// A limiter outage must not become the API's: requests are served without
+// rate limit headers, refused keys still get 401, and no request logs a
+// warning (the guarded limiter reports the outage once).
+func TestLimiterOutageFailsOpenQuietly(t *testing.T) {
+	var logs bytes.Buffer
+	edge := httpedge.New(keyring{}, httpedge.Options{
+		Limiter: brokenLimiter{}, RateLimit: 1,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	plain := edge.API("/plain", httpedge.ErrorObject)
+	edge.Engine().GET("/plain/thing", plain.Chain(func(c *gin.Context) { c.String(http.StatusOK, "ok") })...)
+	for range 5 {
+		rec := do(edge, http.MethodGet, "/plain/thing", "good", "")
+		if rec.Code != http.StatusOK || rec.Header().Get("X-RateLimit-Limit") != "" {
+			t.Fatalf("with the limiter down: %d %v %s", rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	if rec := do(edge, http.MethodGet, "/plain/thing", "bad", ""); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a bad key with the limiter down: %d", rec.Code)
+	}
+	if strings.Contains(logs.String(), `"level":"WARN"`) || strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Fatalf("a request logged the outage:\n%s", logs.String())
 	}
 }

@@ -117,7 +117,9 @@ func (s *Edge) authenticate(c *gin.Context, render Renderer) {
 	d, err := s.opts.Limiter.Peek(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
 	if err != nil {
 		// A limiter outage must not take the API down with it: fail open.
-		Logger(c).Warn("auth failure limiter unavailable", "error", err.Error())
+		// The outage is reported once, where the limiter is guarded
+		// (ratelimit.Guard); a line per request would flood the log.
+		Logger(c).Debug("auth failure limiter unavailable", "error", err.Error())
 	} else if !d.Allowed {
 		setRetryAfter(c, d.Reset, now)
 		render.Abort(c, domain.Errorf(CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header."))
@@ -127,7 +129,7 @@ func (s *Edge) authenticate(c *gin.Context, render Renderer) {
 	if err != nil {
 		if code := domain.ErrorCode(err); code == domain.CodeMissingAPIKey || code == domain.CodeInvalidAPIKey {
 			if _, lerr := s.opts.Limiter.Take(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
-				Logger(c).Warn("auth failure limiter unavailable", "error", lerr.Error())
+				Logger(c).Debug("auth failure limiter unavailable", "error", lerr.Error())
 			}
 		}
 		render.Abort(c, err)
@@ -144,7 +146,7 @@ func (s *Edge) rateLimit(c *gin.Context, render Renderer) {
 	now := s.opts.Clock.Now()
 	d, err := s.opts.Limiter.Take(c.Request.Context(), "key:"+actor.KeyID, s.opts.RateLimit, s.opts.RateWindow, now)
 	if err != nil {
-		Logger(c).Warn("rate limiter unavailable", "error", err.Error())
+		Logger(c).Debug("rate limiter unavailable", "error", err.Error())
 		c.Next()
 		return
 	}

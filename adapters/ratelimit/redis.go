@@ -130,6 +130,15 @@ func OpenRedis(rawURL string) (*redis.Client, error) {
 		}
 		return nil, fmt.Errorf("ratelimit: invalid redis URL (want redis://[user:password@]host:port/db): %w", err)
 	}
+	// A rate limit check is on every request's path: fail fast rather than
+	// retry or wait, and let the caller's deadline (Guard's) bound each
+	// command. A dead or hung server then costs milliseconds.
+	opts.MaxRetries = -1
+	opts.ContextTimeoutEnabled = true
+	if opts.DialTimeout <= 0 || opts.DialTimeout > time.Second {
+		opts.DialTimeout = time.Second
+	}
+	opts.PoolTimeout = 100 * time.Millisecond
 	client := redis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 	defer cancel()

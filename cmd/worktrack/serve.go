@@ -69,7 +69,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 			return fmt.Errorf("REDIS_URL: %w", err)
 		}
 		defer client.Close()
-		limiter = ratelimit.NewRedis(client, "worktrack:rl:")
+		limiter = ratelimit.NewGuard(ratelimit.NewRedis(client, "worktrack:rl:"), ratelimit.GuardOptions{Logger: log})
 	}
 
 	a := newApp(db, cfg)
