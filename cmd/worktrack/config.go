@@ -35,6 +35,9 @@ type Config struct {
 	// loopback address: profiles expose the process's internals). Never on
 	// the API's listener.
 	PprofAddr string
+	// ShutdownTimeout bounds the whole shutdown after SIGTERM or SIGINT:
+	// requests in flight, then webhook attempts in flight.
+	ShutdownTimeout time.Duration
 }
 
 // configError names the variable at fault in one line.
@@ -121,6 +124,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		GraphQLComplexity:   e.positiveInt("WORKTRACK_GRAPHQL_MAX_COMPLEXITY", graph.DefaultMaxComplexity),
 		GraphQLDepth:        e.positiveInt("WORKTRACK_GRAPHQL_MAX_DEPTH", graph.DefaultMaxDepth),
 		PprofAddr:           e.str("WORKTRACK_PPROF_ADDR", ""),
+		ShutdownTimeout:     e.duration("WORKTRACK_SHUTDOWN_TIMEOUT", 30*time.Second),
 	}
 	if e.err != nil {
 		return c, e.err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/worktrack/worktrack/adapters/store"
@@ -11,18 +12,22 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-// startDispatcher runs the webhook dispatcher of `serve` until ctx ends
-// (SIGTERM) or the returned stop is called. stop waits until the dispatcher
-// has returned: it stops claiming, and the attempts in flight finish
-// (bounded by WORKTRACK_WEBHOOK_TIMEOUT) and record their outcome before the
-// database is closed.
+// startDispatcher runs the webhook dispatcher of `serve` until the returned
+// stop is called; SIGTERM does not stop it by itself, so that the deliveries
+// of requests still finishing are claimed too. stop waits until the
+// dispatcher has returned: it stops claiming, and the attempts in flight
+// finish (bounded by WORKTRACK_WEBHOOK_TIMEOUT) and record their outcome
+// before the database is closed. When stop's ctx ends first, stop returns
+// at once: the attempts still in flight are abandoned to their leases, and
+// sent again by whichever dispatcher claims them when the leases lapse (at
+// least once). Calls after the first do nothing.
 //
 // On PostgreSQL the dispatcher gets a small connection pool of its own
 // (dispatcherConns): its claims and outcome writes then never wait for a
 // connection behind API requests, nor API requests behind them. SQLite
 // keeps one pool: its writes are serialised anyway, and a second pool on
 // an in-memory database would be another database.
-func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger) (stop func()) {
+func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger) (stop func(context.Context)) {
 	ddb, closeDB := dispatcherDB(ctx, db, cfg, log)
 	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate})
 	stores := app.DispatcherStores{Tx: ddb, Deliveries: ddb.Deliveries(), Webhooks: ddb.Webhooks()}
@@ -37,17 +42,24 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 		Coalesce: dispatchCoalesce,
 		Logger:   log,
 	})
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = d.Run(ctx)
 		log.Info("webhook dispatcher stopped")
 	}()
-	return func() {
-		cancel()
-		<-done
-		closeDB()
+	var once sync.Once
+	return func(wait context.Context) {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+				closeDB()
+			case <-wait.Done():
+				log.Warn("webhook dispatcher: shutdown timeout ran out with attempts in flight; their deliveries will be sent again when their leases lapse")
+			}
+		})
 	}
 }
 

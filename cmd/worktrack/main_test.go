@@ -236,6 +236,7 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"DATABASE_URL=postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}, "DATABASE_URL"},
 		{[]string{"REDIS_URL=redis://127.0.0.1:1/0"}, "REDIS_URL"},
 		{[]string{"WORKTRACK_ADDR=256.0.0.1:99999"}, "WORKTRACK_ADDR"},
+		{[]string{"WORKTRACK_SHUTDOWN_TIMEOUT=never"}, "WORKTRACK_SHUTDOWN_TIMEOUT"},
 	} {
 		t.Run(tc.variable, func(t *testing.T) {
 			_, errOut, code := runCmd(t, dir, append(tc.env, firstAddr(tc.env)), "serve")
@@ -352,4 +353,110 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	if code := p.Wait(t); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM:\n%s", code, p.Stderr.String())
 	}
+}
+
+// SIGTERM under load: the listener closes at once (new connections are
+// refused while the process is still finishing), every request the server
+// took is answered, and a request that never completes is cut when
+// WORKTRACK_SHUTDOWN_TIMEOUT runs out, after which the process exits 0.
+func TestShutdownUnderLoadRefusesNewConnectionsAndHonoursItsTimeout(t *testing.T) {
+	const timeout = 2 * time.Second
+	dir := t.TempDir()
+	p := startServe(t, dir, "WORKTRACK_SHUTDOWN_TIMEOUT="+timeout.String(), "WORKTRACK_RATE_LIMIT=1000000000")
+	secret := secretRe.FindString(p.Stderr.String())
+	addr := strings.TrimPrefix(p.Base, "http://")
+
+	// A request that never completes: headers and half a body, then nothing.
+	stuck, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	fmt.Fprintf(stuck, "POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", secret)
+
+	// Load: eight clients on keep-alive connections until the server goes.
+	type tally struct{ ok, other int }
+	results := make(chan tally, 8)
+	stopLoad := make(chan struct{})
+	for range 8 {
+		go func() {
+			var n tally
+			client := &http.Client{Transport: &http.Transport{}}
+			defer func() { results <- n }()
+			for {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				req, _ := http.NewRequest(http.MethodGet, p.Base+"/v1/users/me", nil)
+				req.Header.Set("Authorization", "Bearer "+secret)
+				res, err := client.Do(req)
+				if err != nil {
+					return // the server closed the connection or refused a new one
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					n.ok++
+				} else {
+					n.other++
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	signalled := time.Now()
+	p.Signal(t, syscall.SIGTERM)
+
+	// New connections are refused while the stuck request still holds the
+	// process open.
+	refused := false
+	for !refused {
+		select {
+		case <-p.Exited():
+			t.Fatalf("the process exited before a new connection was seen refused:\n%s", p.Stderr.String())
+		default:
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			refused = true
+			break
+		}
+		c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-p.Exited():
+		t.Fatal("the process exited before the refusal was checked")
+	default:
+	}
+
+	code := p.Wait(t)
+	took := time.Since(signalled)
+	close(stopLoad)
+	var total tally
+	for range 8 {
+		r := <-results
+		total.ok += r.ok
+		total.other += r.other
+	}
+	if code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, p.Stderr.String())
+	}
+	if total.ok == 0 || total.other != 0 {
+		t.Fatalf("under load: %d answered 200, %d answered otherwise; want every answer 200", total.ok, total.other)
+	}
+	if took < timeout {
+		t.Fatalf("exited %v after SIGTERM, before the %v timeout, with a request still in flight", took, timeout)
+	}
+	if !strings.Contains(p.Stderr.String(), "shutdown timeout ran out") {
+		t.Fatalf("the cut request was not logged:\n%s", p.Stderr.String())
+	}
+	// The stuck request's connection was closed by the server.
+	_ = stuck.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := stuck.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the stuck request's connection is still open after exit")
+	}
+	t.Logf("%d requests answered 200 under load; exit 0 %v after SIGTERM", total.ok, took.Round(10*time.Millisecond))
 }

@@ -20,9 +20,6 @@ import (
 	"github.com/worktrack/worktrack/graph"
 )
 
-// shutdownGrace is how long in-flight requests get to finish after SIGTERM.
-const shutdownGrace = 30 * time.Second
-
 func serveCmd(stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "serve",
@@ -74,7 +71,8 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 
 	a := newApp(db, cfg)
 	stopDispatcher := startDispatcher(ctx, a, db, cfg, log)
-	defer stopDispatcher()
+	// On the error paths below; shutdown stops it within its timeout first.
+	defer stopDispatcher(context.Background())
 	created, _, secret, err := a.Admin.Bootstrap(ctx, cfg.BootstrapEmail)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
@@ -136,15 +134,28 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	return shutdown(srv, errc, stopDispatcher, cfg.ShutdownTimeout, log)
+}
+
+// shutdown ends serve after SIGTERM or SIGINT, all within timeout
+// (WORKTRACK_SHUTDOWN_TIMEOUT): the listener closes at once, so new
+// connections are refused; requests in flight finish; then the webhook
+// dispatcher stops claiming and its attempts in flight finish. When the
+// timeout runs out first, the connections still open are closed and the
+// attempts still in flight are left to their leases; the exit is still
+// clean (nil), since nothing committed is lost.
+func shutdown(srv *http.Server, errc <-chan error, stopDispatcher func(context.Context), timeout time.Duration, log *slog.Logger) error {
+	log.Info("shutting down: finishing in-flight requests", "timeout", timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown timeout ran out: closing the connections of requests still in flight", "timeout", timeout.String())
+		_ = srv.Close()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	stopDispatcher(ctx)
 	log.Info("stopped")
 	return nil
 }

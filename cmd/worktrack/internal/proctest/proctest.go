@@ -150,3 +150,6 @@ func (s *Server) Kill(t testing.TB) {
 	s.Signal(t, syscall.SIGKILL)
 	<-s.exited
 }
+
+// Exited is closed when the process has exited.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
