@@ -9,7 +9,7 @@ TESTFLAGS     ?=
 TEST_PG_IMAGE ?= worktrack/postgres-test:15
 # The packages whose tests use PostgreSQL (storetest.Postgres, PostgresURL or
 # ForEach), run by test-containers.
-PG_TEST_CALL := storetest[.](Postgres|PostgresURL|ForEach)[(]
+PG_TEST_CALL := storetest[.](Postgres|PostgresURL|ForEach|OwnPostgres)[(]
 PG_PACKAGES = $(sort $(patsubst %/,%,$(dir $(shell grep -rlE '$(PG_TEST_CALL)' --include='*_test.go' . 2>/dev/null))))
 # testcontainers dials published ports on the Docker host it works out; on a
 # machine with /.dockerenv it guesses the default gateway, wrong for an engine
@@ -60,9 +60,9 @@ fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s), one worker, o
 test-image: ## build the offline PostgreSQL test image TEST_PG_IMAGE (root, Docker; FORCE=1 rebuilds)
 	WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)' tools/pgimage/build.sh
 
-test-containers: ## PostgreSQL-backed packages through testcontainers with TEST_PG_IMAGE, Ryuk off
+test-containers: ## PostgreSQL-backed packages and the fault tests through testcontainers with TEST_PG_IMAGE, Ryuk off
 	@unset TEST_DATABASE_URL; \
-	export WORKTRACK_REQUIRE_POSTGRES=1 WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)'; \
+	export WORKTRACK_REQUIRE_POSTGRES=1 WORKTRACK_REQUIRE_DOCKER=1 WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)'; \
 	export TESTCONTAINERS_RYUK_DISABLED="$${TESTCONTAINERS_RYUK_DISABLED:-true}"; \
 	if [ -z "$${TESTCONTAINERS_HOST_OVERRIDE+set}" ] && [ -n '$(TC_HOST_OVERRIDE)' ]; then \
 		export TESTCONTAINERS_HOST_OVERRIDE='$(TC_HOST_OVERRIDE)'; \
