@@ -161,24 +161,50 @@ func TestGuardResumesLimitingWhenRedisReturns(t *testing.T) {
 	}
 }
 
+// hanging never answers: each call waits for its context to end.
+type hanging struct{}
+
+func (hanging) Take(ctx context.Context, _ string, _ int, _ time.Duration, _ time.Time) (httpedge.RateDecision, error) {
+	<-ctx.Done()
+	return httpedge.RateDecision{}, ctx.Err()
+}
+
+func (hanging) Peek(ctx context.Context, _ string, _ int, _ time.Duration, _ time.Time) (httpedge.RateDecision, error) {
+	<-ctx.Done()
+	return httpedge.RateDecision{}, ctx.Err()
+}
+
 // A request whose client went away while the store answered is not the
-// store's failure: many of them must not open the breaker.
+// store's failure: many of them must not open the breaker, while calls the
+// guard's own deadline cuts do.
 func TestGuardIgnoresCallersThatLeave(t *testing.T) {
-	srv, inner, g, logs := guarded(t, time.Hour)
-	srv.Freeze()
-	defer srv.Thaw()
+	inner := &counting{next: hanging{}}
+	logs := &syncBuffer{}
+	g := ratelimit.NewGuard(inner, ratelimit.GuardOptions{
+		Timeout: 50 * time.Millisecond, Failures: 3, Cooldown: time.Hour,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	})
 	for range 10 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		_, err := g.Take(ctx, "k", 10, time.Minute, time.Now())
 		cancel()
 		if err == nil {
-			t.Fatal("a call to a frozen Redis succeeded")
+			t.Fatal("a call to a limiter that never answers succeeded")
 		}
 	}
 	if got := inner.calls.Load(); got != 10 {
-		t.Fatalf("%d of 10 calls reached Redis: leaving callers opened the breaker", got)
+		t.Fatalf("%d of 10 calls reached the limiter: leaving callers opened the breaker", got)
 	}
 	if strings.Contains(logs.String(), "unavailable") {
 		t.Fatalf("leaving callers were logged as an outage:\n%s", logs)
+	}
+	// The guard's own deadline is the store's failure: three open it.
+	for range 5 {
+		if _, err := g.Take(context.Background(), "k", 10, time.Minute, time.Now()); err == nil {
+			t.Fatal("a call to a limiter that never answers succeeded")
+		}
+	}
+	if got := inner.calls.Load(); got != 13 {
+		t.Fatalf("%d calls reached the limiter; want 10 + 3 before the breaker opened", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"time"
@@ -148,3 +149,16 @@ func OpenRedis(rawURL string) (*redis.Client, error) {
 	}
 	return client, nil
 }
+
+// driverLog sends go-redis's own log lines to a slog.Logger at debug.
+type driverLog struct{ log *slog.Logger }
+
+func (d driverLog) Printf(ctx context.Context, format string, v ...any) {
+	d.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}
+
+// LogDriverAt makes go-redis log through log, at debug level, instead of
+// writing its own lines to stderr: during an outage it writes one per
+// failed dial, and Guard already reports the outage once. go-redis's logger
+// is process-wide; serve sets it once.
+func LogDriverAt(log *slog.Logger) { redis.SetLogger(driverLog{log}) }

@@ -411,8 +411,7 @@ func TestShutdownUnderLoadRefusesNewConnectionsAndHonoursItsTimeout(t *testing.T
 
 	// New connections are refused while the stuck request still holds the
 	// process open.
-	refused := false
-	for !refused {
+	for {
 		select {
 		case <-p.Exited():
 			t.Fatalf("the process exited before a new connection was seen refused:\n%s", p.Stderr.String())
@@ -420,8 +419,7 @@ func TestShutdownUnderLoadRefusesNewConnectionsAndHonoursItsTimeout(t *testing.T
 		}
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			refused = true
-			break
+			break // refused
 		}
 		c.Close()
 		time.Sleep(10 * time.Millisecond)

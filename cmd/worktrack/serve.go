@@ -61,6 +61,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 
 	var limiter httpedge.RateLimiter = ratelimit.NewMemory()
 	if cfg.RedisURL != "" {
+		ratelimit.LogDriverAt(log)
 		client, err := ratelimit.OpenRedis(cfg.RedisURL)
 		if err != nil {
 			return fmt.Errorf("REDIS_URL: %w", err)

@@ -415,6 +415,9 @@ func TestRedisOutagesUnderLoad(t *testing.T) {
 	if down, again := strings.Count(log, "rate limiter unavailable"), strings.Count(log, "rate limiter available again"); down != 2 || again != 2 {
 		t.Fatalf("want 2 outage lines and 2 recovery lines, got %d and %d:\n%s", down, again, log)
 	}
+	if strings.Contains(log, "pool.go") || strings.Contains(log, "\nredis: ") {
+		t.Fatalf("the Redis client wrote its own lines to the log:\n%s", log)
+	}
 	if code := p.Stop(t); code != 0 {
 		t.Fatalf("exit code after SIGTERM: %d", code)
 	}
