@@ -36,8 +36,14 @@ help: ## list the targets
 run: ## serve on 127.0.0.1:8080 with the embedded SQLite default (worktrack.db)
 	$(GO) run ./cmd/worktrack serve
 
-build: ## build a static binary into bin/worktrack
-	CGO_ENABLED=0 $(GO) build -o bin/worktrack ./cmd/worktrack
+# `worktrack version` reports these; override them for a release build:
+# make build VERSION=v1.2.0
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT=...)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worktrack ./cmd/worktrack
 
 test: ## run every test with the race detector (extra flags: TESTFLAGS=...)
 	$(GO) test -race -count=1 $(TESTFLAGS) ./...

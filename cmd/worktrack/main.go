@@ -55,10 +55,12 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Worktrack: projects, tasks, members and webhooks over REST and GraphQL",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentBuild().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(stderr), migrateCmd(stdout), workspaceCmd(stdout), userCmd(stdout), keyCmd(stdout))
+	root.AddCommand(serveCmd(stderr), migrateCmd(stdout), workspaceCmd(stdout), userCmd(stdout), keyCmd(stdout), versionCmd(stdout))
 	return root
 }
 
