@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/mail"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,9 @@ type Config struct {
 	// ShutdownTimeout bounds the whole shutdown after SIGTERM or SIGINT:
 	// requests in flight, then webhook attempts in flight.
 	ShutdownTimeout time.Duration
+	// LogFormat is "text", "json", or "" (text on a terminal, else JSON).
+	LogFormat string
+	LogLevel  slog.Level
 }
 
 // configError names the variable at fault in one line.
@@ -102,6 +107,29 @@ func (e *env) boolean(name string, def bool) bool {
 	return b
 }
 
+// oneOf reads a value that must be one of allowed (any case); unset is def.
+func (e *env) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(e.str(name, def))
+	if v == def || slices.Contains(allowed, v) {
+		return v
+	}
+	e.fail(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	return def
+}
+
+// level reads a log level: debug, info (the default), warn or error.
+func (e *env) level(name string) slog.Level {
+	switch v := e.oneOf(name, "info", "debug", "info", "warn", "error"); v {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
 // LoadConfig reads and validates the configuration. The first problem found
 // is returned as one line naming its variable; nothing starts half-configured.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
@@ -125,6 +153,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		GraphQLDepth:        e.positiveInt("WORKTRACK_GRAPHQL_MAX_DEPTH", graph.DefaultMaxDepth),
 		PprofAddr:           e.str("WORKTRACK_PPROF_ADDR", ""),
 		ShutdownTimeout:     e.duration("WORKTRACK_SHUTDOWN_TIMEOUT", 30*time.Second),
+		LogFormat:           e.oneOf("WORKTRACK_LOG_FORMAT", "", logText, logJSON),
+		LogLevel:            e.level("WORKTRACK_LOG_LEVEL"),
 	}
 	if e.err != nil {
 		return c, e.err

@@ -237,6 +237,8 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"REDIS_URL=redis://127.0.0.1:1/0"}, "REDIS_URL"},
 		{[]string{"WORKTRACK_ADDR=256.0.0.1:99999"}, "WORKTRACK_ADDR"},
 		{[]string{"WORKTRACK_SHUTDOWN_TIMEOUT=never"}, "WORKTRACK_SHUTDOWN_TIMEOUT"},
+		{[]string{"WORKTRACK_LOG_FORMAT=xml"}, "WORKTRACK_LOG_FORMAT"},
+		{[]string{"WORKTRACK_LOG_LEVEL=verbose"}, "WORKTRACK_LOG_LEVEL"},
 	} {
 		t.Run(tc.variable, func(t *testing.T) {
 			_, errOut, code := runCmd(t, dir, append(tc.env, firstAddr(tc.env)), "serve")
@@ -457,4 +459,31 @@ func TestShutdownUnderLoadRefusesNewConnectionsAndHonoursItsTimeout(t *testing.T
 		t.Fatal("the stuck request's connection is still open after exit")
 	}
 	t.Logf("%d requests answered 200 under load; exit 0 %v after SIGTERM", total.ok, took.Round(10*time.Millisecond))
+}
+
+// Logs are JSON when stderr is not a terminal (as here), text for a person
+// with WORKTRACK_LOG_FORMAT=text, and WORKTRACK_LOG_LEVEL drops lines below
+// it.
+func TestLogFormatAndLevel(t *testing.T) {
+	for _, tc := range []struct {
+		env       []string
+		want, not string
+	}{
+		{nil, `"level":"INFO","msg":"listening"`, "level=INFO"},
+		{[]string{"WORKTRACK_LOG_FORMAT=json"}, `"level":"INFO","msg":"listening"`, "level=INFO"},
+		{[]string{"WORKTRACK_LOG_FORMAT=text"}, `level=INFO msg=listening`, `"msg":"listening"`},
+		{[]string{"WORKTRACK_LOG_FORMAT=TEXT", "WORKTRACK_LOG_LEVEL=warn"}, "Worktrack is listening", "msg=listening"},
+		{[]string{"WORKTRACK_LOG_LEVEL=debug"}, `"level":"INFO","msg":"listening"`, "level=INFO"},
+	} {
+		t.Run(strings.Join(tc.env, ","), func(t *testing.T) {
+			p := startServe(t, t.TempDir(), tc.env...)
+			if code := p.Stop(t); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			out := p.Stderr.String()
+			if !strings.Contains(out, tc.want) || strings.Contains(out, tc.not) {
+				t.Fatalf("want %q and no %q in:\n%s", tc.want, tc.not, out)
+			}
+		})
+	}
 }

@@ -39,7 +39,7 @@ func serveCmd(stderr io.Writer) *cobra.Command {
 // in-flight requests finish and returns nil. ready, when not nil, receives
 // the bound address once the server accepts connections.
 func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- string) error {
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log := newLogger(stderr, cfg)
 
 	var tlsCfg *tls.Config
 	if cfg.TLSCert != "" {
