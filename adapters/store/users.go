@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -71,6 +72,17 @@ func (s *UserStore) FindUserByIDAnyWorkspace(ctx context.Context, id string) (do
 		return domain.User{}, notFoundOr(err, "user", id)
 	}
 	return userFromRow(row), nil
+}
+
+// FindUsersByEmailAnyWorkspace finds the users with that email (any case)
+// in every workspace, oldest first; operator tools only.
+func (s *UserStore) FindUsersByEmailAnyWorkspace(ctx context.Context, email string) ([]domain.User, error) {
+	var rows []userRow
+	err := s.db.conn(ctx).Where("LOWER(email) = LOWER(?)", strings.TrimSpace(email)).Order("created_at, id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("store: find users by email: %w", err)
+	}
+	return mapRows(rows, userFromRow), nil
 }
 
 // FindUsersByIDs returns the users of the workspace among ids, in no order;

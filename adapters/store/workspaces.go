@@ -50,6 +50,15 @@ func (s *WorkspaceStore) FindWorkspaceByID(ctx context.Context, id string) (doma
 	return workspaceFromRow(row), nil
 }
 
+// ListWorkspaces lists every workspace, oldest first.
+func (s *WorkspaceStore) ListWorkspaces(ctx context.Context) ([]domain.Workspace, error) {
+	var rows []workspaceRow
+	if err := s.db.conn(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list workspaces: %w", err)
+	}
+	return mapRows(rows, workspaceFromRow), nil
+}
+
 // CountWorkspaces counts every workspace.
 func (s *WorkspaceStore) CountWorkspaces(ctx context.Context) (int64, error) {
 	var n int64

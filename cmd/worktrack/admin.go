@@ -73,7 +73,25 @@ func workspaceCmd(stdout io.Writer) *cobra.Command {
 	}
 	create.Flags().StringVar(&name, "name", "", "workspace name (required)")
 	_ = create.MarkFlagRequired("name")
-	cmd.AddCommand(create)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List every workspace, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withApp(cmd.Context(), func(a *app.App) error {
+				ws, err := a.Admin.ListWorkspaces(cmd.Context())
+				if err != nil {
+					return err
+				}
+				out := wire.List[workspaceJSON]{Object: "list", Data: []workspaceJSON{}}
+				for _, w := range ws {
+					out.Data = append(out.Data, workspaceJSON{ID: w.ID, Object: "workspace", Name: w.Name, CreatedAt: wire.Time(w.CreatedAt)})
+				}
+				return printJSON(stdout, out)
+			})
+		},
+	}
+	cmd.AddCommand(create, list)
 	return cmd
 }
 
@@ -105,21 +123,49 @@ func userCmd(stdout io.Writer) *cobra.Command {
 	for _, f := range []string{"workspace", "email", "name", "role"} {
 		_ = create.MarkFlagRequired(f)
 	}
-	cmd.AddCommand(create)
+	var listWS string
+	list := &cobra.Command{
+		Use:   "list --workspace WSP",
+		Short: "List a workspace's users, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withApp(cmd.Context(), func(a *app.App) error {
+				users, err := a.Admin.ListUsers(cmd.Context(), listWS)
+				if err != nil {
+					return err
+				}
+				out := wire.List[wire.User]{Object: "list", Data: []wire.User{}}
+				for _, u := range users {
+					out.Data = append(out.Data, wire.FromUser(u))
+				}
+				return printJSON(stdout, out)
+			})
+		},
+	}
+	list.Flags().StringVar(&listWS, "workspace", "", "workspace id, wsp_… (required; `worktrack workspace list` shows them)")
+	_ = list.MarkFlagRequired("workspace")
+	cmd.AddCommand(create, list)
 	return cmd
 }
 
 func keyCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "Manage API keys"}
 
-	var user, name string
+	var user, email, workspace, name string
 	var expiresIn time.Duration
 	create := &cobra.Command{
-		Use:   "create --user USR [--name LABEL] [--expires-in 720h]",
+		Use:   "create (--user USR | --email E [--workspace WSP]) [--name LABEL] [--expires-in 720h]",
 		Short: "Create an API key; its secret is printed once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withApp(cmd.Context(), func(a *app.App) error {
+				if email != "" {
+					u, err := a.Admin.UserByEmail(cmd.Context(), email, workspace)
+					if err != nil {
+						return err
+					}
+					user = u.ID
+				}
 				k, secret, err := a.Admin.CreateKey(cmd.Context(), user, name, expiresIn)
 				if err != nil {
 					return err
@@ -128,10 +174,13 @@ func keyCmd(stdout io.Writer) *cobra.Command {
 			})
 		},
 	}
-	create.Flags().StringVar(&user, "user", "", "user id, usr_… (required)")
+	create.Flags().StringVar(&user, "user", "", "user id, usr_…")
+	create.Flags().StringVar(&email, "email", "", "the user's email, instead of --user")
+	create.Flags().StringVar(&workspace, "workspace", "", "with --email: the user's workspace, when several have that email")
 	create.Flags().StringVar(&name, "name", "", "a label for the key")
 	create.Flags().DurationVar(&expiresIn, "expires-in", 0, "lifetime, e.g. 720h (default: never expires)")
-	_ = create.MarkFlagRequired("user")
+	create.MarkFlagsOneRequired("user", "email")
+	create.MarkFlagsMutuallyExclusive("user", "email")
 
 	var listUser string
 	list := &cobra.Command{

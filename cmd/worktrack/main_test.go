@@ -487,3 +487,91 @@ func TestLogFormatAndLevel(t *testing.T) {
 		})
 	}
 }
+
+// A first start on a busy port fails naming WORKTRACK_ADDR and creates
+// nothing: the bootstrap key is made (and printed) by the start that can
+// serve.
+func TestBusyPortCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCmd(t, dir, []string{"WORKTRACK_ADDR=" + busy.Addr().String()}, "serve")
+	busy.Close()
+	if code == 0 || !strings.Contains(errOut, "WORKTRACK_ADDR") || secretRe.MatchString(errOut) {
+		t.Fatalf("serve on a busy port: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "worktrack.db")); !os.IsNotExist(err) {
+		t.Fatalf("serve on a busy port created the database: %v", err)
+	}
+	p := startServe(t, dir)
+	if !secretRe.MatchString(p.Stderr.String()) {
+		t.Fatalf("the first start that could serve printed no key:\n%s", p.Stderr.String())
+	}
+	p.Stop(t)
+}
+
+// An operator who lost every key finds the way back from the command line:
+// the workspaces, their users, and a new key by the user's email.
+func TestOperatorFindsTheWayBackByEmail(t *testing.T) {
+	dir := t.TempDir()
+	startServe(t, dir).Stop(t) // bootstraps; pretend the banner was lost
+
+	out, errOut, code := runCmd(t, dir, nil, "workspace", "list")
+	var spaces struct {
+		Data []struct{ ID, Name string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &spaces) != nil || len(spaces.Data) != 1 || spaces.Data[0].Name != "Default" {
+		t.Fatalf("workspace list: %d %s %s", code, out, errOut)
+	}
+	ws := spaces.Data[0].ID
+	out, errOut, code = runCmd(t, dir, nil, "user", "list", "--workspace", ws)
+	var users struct {
+		Data []struct{ ID, Email, Role string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &users) != nil || len(users.Data) != 1 || users.Data[0].Email != "admin@example.com" {
+		t.Fatalf("user list: %d %s %s", code, out, errOut)
+	}
+	if _, errOut, code := runCmd(t, dir, nil, "user", "list", "--workspace", "wsp_nope"); code != 1 || !strings.Contains(errOut, "resource_not_found") {
+		t.Fatalf("user list of an unknown workspace: %d %s", code, errOut)
+	}
+
+	out, errOut, code = runCmd(t, dir, nil, "key", "create", "--email", "ADMIN@example.com", "--name", "recovery")
+	secret := secretRe.FindString(out)
+	if code != 0 || secret == "" {
+		t.Fatalf("key create --email: %d %s %s", code, out, errOut)
+	}
+	p := startServe(t, dir)
+	if code, me := get(t, http.DefaultClient, p.Base+"/v1/users/me", secret); code != 200 || me["id"] != users.Data[0].ID {
+		t.Fatalf("the recovered key: %d %v", code, me)
+	}
+	p.Stop(t)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"key", "create", "--email", "nobody@example.com"}, "resource_not_found"},
+		{[]string{"key", "create", "--email", "admin@example.com", "--user", users.Data[0].ID}, "none of the others can be"},
+		{[]string{"key", "create"}, "at least one of the flags"},
+	} {
+		if out, errOut, code := runCmd(t, dir, nil, tc.args...); code != 1 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q; want %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+
+	// The same email in a second workspace: the operator must say which.
+	out, _, _ = runCmd(t, dir, nil, "workspace", "create", "--name", "Other")
+	var other struct{ ID string }
+	_ = json.Unmarshal([]byte(out), &other)
+	if _, errOut, code := runCmd(t, dir, nil, "user", "create", "--workspace", other.ID, "--email", "admin@example.com", "--name", "Twin", "--role", "guest"); code != 0 {
+		t.Fatalf("user create: %s", errOut)
+	}
+	if _, errOut, code := runCmd(t, dir, nil, "key", "create", "--email", "admin@example.com"); code != 1 || !strings.Contains(errOut, "--workspace") || !strings.Contains(errOut, other.ID) {
+		t.Fatalf("an ambiguous email: exit %d %s", code, errOut)
+	}
+	if out, errOut, code := runCmd(t, dir, nil, "key", "create", "--email", "admin@example.com", "--workspace", other.ID); code != 0 || !secretRe.MatchString(out) {
+		t.Fatalf("key create --email --workspace: %d %s", code, errOut)
+	}
+}

@@ -50,6 +50,20 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
 
+	// The address is taken before anything is created: a first start on a
+	// busy port must not store a bootstrap key it can then never print.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("WORKTRACK_ADDR: %w", err)
+	}
+	defer ln.Close()
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	base := scheme + "://" + ln.Addr().String()
+
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -79,16 +93,6 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("WORKTRACK_ADDR: %w", err)
-	}
-	scheme := "http"
-	if tlsCfg != nil {
-		scheme = "https"
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	base := scheme + "://" + ln.Addr().String()
 	if created {
 		printBanner(stderr, cfg.BootstrapEmail, secret, base)
 	}

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -69,6 +71,67 @@ func (s *Admin) CreateKey(ctx context.Context, userID, name string, ttl time.Dur
 		return domain.APIKey{}, "", err
 	}
 	return k, secret, s.d.Keys.CreateAPIKey(ctx, k)
+}
+
+// ListWorkspaces lists every workspace, oldest first.
+func (s *Admin) ListWorkspaces(ctx context.Context) ([]domain.Workspace, error) {
+	return s.d.Workspaces.ListWorkspaces(ctx)
+}
+
+// ListUsers lists every user of a workspace, oldest first;
+// resource_not_found for an unknown workspace.
+func (s *Admin) ListUsers(ctx context.Context, workspaceID string) ([]domain.User, error) {
+	if _, err := s.d.Workspaces.FindWorkspaceByID(ctx, workspaceID); err != nil {
+		return nil, err
+	}
+	var all []domain.User
+	var after *domain.Position
+	for {
+		users, err := s.d.Users.FindUsers(ctx, ports.UserFilter{WorkspaceID: workspaceID, After: after, Limit: 500})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, users...)
+		if len(users) < 500 {
+			return all, nil
+		}
+		last := users[len(users)-1]
+		after = &domain.Position{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+}
+
+// UserByEmail finds the user with that email (any case). workspaceID may
+// be empty when only one workspace has such a user; otherwise the error
+// names the workspaces to choose from (param workspace).
+func (s *Admin) UserByEmail(ctx context.Context, email, workspaceID string) (domain.User, error) {
+	users, err := s.d.Users.FindUsersByEmailAnyWorkspace(ctx, email)
+	if err != nil {
+		return domain.User{}, err
+	}
+	var found []domain.User
+	var spaces []string
+	for _, u := range users {
+		if workspaceID == "" || u.WorkspaceID == workspaceID {
+			found = append(found, u)
+			spaces = append(spaces, u.WorkspaceID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return domain.User{}, &domain.Error{Code: domain.CodeNotFound, Param: "email",
+			Message: fmt.Sprintf("No user has the email '%s'%s.", email, inWorkspace(workspaceID))}
+	case 1:
+		return found[0], nil
+	}
+	return domain.User{}, domain.Invalid("workspace", "Users with the email '%s' exist in several workspaces (%s): name one with --workspace.",
+		email, strings.Join(spaces, ", "))
+}
+
+func inWorkspace(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " in workspace " + id
 }
 
 // ListKeys lists a user's keys (hashes only; secrets are never kept).

@@ -39,6 +39,9 @@ type WorkspaceStore interface {
 	CreateWorkspace(ctx context.Context, w domain.Workspace) error
 	// FindWorkspaceByID returns resource_not_found when absent.
 	FindWorkspaceByID(ctx context.Context, id string) (domain.Workspace, error)
+	// ListWorkspaces lists every workspace, oldest first. Only for the
+	// operator's command-line tools.
+	ListWorkspaces(ctx context.Context) ([]domain.Workspace, error)
 	// CountWorkspaces counts every workspace; the first start bootstraps when 0.
 	CountWorkspaces(ctx context.Context) (int64, error)
 	// LockWorkspaces keeps other transactions from creating workspaces until
@@ -65,6 +68,9 @@ type UserStore interface {
 	// operator's command-line tools, which act above tenancy; never call it
 	// on behalf of an API caller.
 	FindUserByIDAnyWorkspace(ctx context.Context, id string) (domain.User, error)
+	// FindUsersByEmailAnyWorkspace finds the users with that email (any
+	// case) in every workspace, oldest first; operator tools only.
+	FindUsersByEmailAnyWorkspace(ctx context.Context, email string) ([]domain.User, error)
 	// FindUsersByIDs returns the users of the workspace among ids, in no order;
 	// absent ids are left out (dataloaders use it).
 	FindUsersByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.User, error)
