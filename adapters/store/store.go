@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -178,6 +180,15 @@ func sqliteDSN(path string) (dsn string, memory bool, err error) {
 		return "", false, fmt.Errorf("store: sqlite path %q must not contain '?'", path)
 	}
 	memory = path == ":memory:"
+	if !memory {
+		// The driver reports a missing directory as "out of memory (14)".
+		dir := filepath.Dir(path)
+		if st, err := os.Stat(dir); err != nil {
+			return "", false, fmt.Errorf("store: sqlite: the directory %q of %q does not exist or cannot be read; create it first", dir, path)
+		} else if !st.IsDir() {
+			return "", false, fmt.Errorf("store: sqlite: %q is not a directory", dir)
+		}
+	}
 	q := []string{
 		"_pragma=busy_timeout(10000)",
 		"_pragma=journal_mode(WAL)",

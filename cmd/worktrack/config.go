@@ -45,6 +45,32 @@ type Config struct {
 	LogLevel  slog.Level
 }
 
+// configHelp is the environment `serve --help` lists: every variable
+// LoadConfig reads (a test keeps the two in step).
+const configHelp = `Configuration comes from the environment only:
+
+  WORKTRACK_ADDR                    listen address (default 127.0.0.1:8080)
+  DATABASE_URL                      postgres://… or sqlite:PATH, sqlite::memory: (default sqlite:worktrack.db)
+  REDIS_URL                         redis://… shares rate-limit counters between replicas (default: in process)
+  WORKTRACK_RATE_LIMIT              requests per API key per window (default 600)
+  WORKTRACK_RATE_WINDOW             the rate-limit window (default 60s)
+  WORKTRACK_AUTH_FAILURE_LIMIT      failed authentications per client address per 60s (default 20)
+  WORKTRACK_TLS_CERT, _TLS_KEY      serve HTTPS with this certificate and key (both or neither)
+  WORKTRACK_WEBHOOK_TIMEOUT         per delivery attempt (default 5s)
+  WORKTRACK_WEBHOOK_BACKOFF_BASE    first retry delay (default 10s)
+  WORKTRACK_WEBHOOK_BACKOFF_MAX     cap on one retry delay (default 2h)
+  WORKTRACK_WEBHOOK_RETRY_WINDOW    no attempt starts later than this after the event (default 24h)
+  WORKTRACK_WEBHOOK_ALLOW_PRIVATE   allow webhook URLs on loopback/private addresses (default false)
+  WORKTRACK_BOOTSTRAP_EMAIL         email of the first admin (default admin@example.com)
+  WORKTRACK_GRAPHQL_MAX_COMPLEXITY  GraphQL operations costlier than this are refused (default 25000)
+  WORKTRACK_GRAPHQL_MAX_DEPTH       GraphQL operations nested deeper are refused (default 12)
+  WORKTRACK_SHUTDOWN_TIMEOUT        after SIGTERM/SIGINT, time for work in flight to finish (default 30s)
+  WORKTRACK_LOG_FORMAT              text or json (default: text on a terminal, else json)
+  WORKTRACK_LOG_LEVEL               debug, info, warn or error (default info)
+  WORKTRACK_PPROF_ADDR              serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060 (default off)
+
+A bad value stops serve with one line naming the variable.`
+
 // configError names the variable at fault in one line.
 type configError struct{ name, problem string }
 

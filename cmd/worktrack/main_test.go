@@ -239,6 +239,7 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"WORKTRACK_SHUTDOWN_TIMEOUT=never"}, "WORKTRACK_SHUTDOWN_TIMEOUT"},
 		{[]string{"WORKTRACK_LOG_FORMAT=xml"}, "WORKTRACK_LOG_FORMAT"},
 		{[]string{"WORKTRACK_LOG_LEVEL=verbose"}, "WORKTRACK_LOG_LEVEL"},
+		{[]string{"DATABASE_URL=sqlite:/missing/dir/x.db"}, "directory \"/missing/dir\" of \"/missing/dir/x.db\" does not exist"},
 	} {
 		t.Run(tc.variable, func(t *testing.T) {
 			_, errOut, code := runCmd(t, dir, append(tc.env, firstAddr(tc.env)), "serve")
@@ -249,6 +250,13 @@ func TestBadConfigurationExits(t *testing.T) {
 			}
 			if strings.Contains(errOut, "listening") {
 				t.Fatalf("started half-configured:\n%s", errOut)
+			}
+			// One line for a person; anything before it is a JSON log line,
+			// never a driver's own output.
+			for _, l := range lines[:len(lines)-1] {
+				if !strings.HasPrefix(l, "{") {
+					t.Fatalf("a raw line before the error:\n%s", errOut)
+				}
 			}
 		})
 	}

@@ -24,6 +24,9 @@ func serveCmd(stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "serve",
 		Short: "Serve REST under /v1 and GraphQL at /graphql, and dispatch webhooks",
+		Long: "Serve REST under /v1 and GraphQL at /graphql, and dispatch webhooks.\n\n" +
+			"On first start with an empty database it creates workspace \"Default\", an admin user and\n" +
+			"one API key, whose secret it prints once.\n\n" + configHelp,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig()
@@ -64,15 +67,6 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	}
 	base := scheme + "://" + ln.Addr().String()
 
-	db, applied, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if len(applied) > 0 {
-		log.Info("migrations applied", "versions", applied)
-	}
-
 	var limiter httpedge.RateLimiter = ratelimit.NewMemory()
 	if cfg.RedisURL != "" {
 		ratelimit.LogDriverAt(log)
@@ -82,6 +76,15 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		}
 		defer client.Close()
 		limiter = ratelimit.NewGuard(ratelimit.NewRedis(client, "worktrack:rl:"), ratelimit.GuardOptions{Logger: log})
+	}
+
+	db, applied, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if len(applied) > 0 {
+		log.Info("migrations applied", "versions", applied)
 	}
 
 	a := newApp(db, cfg)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -64,5 +66,31 @@ func TestMistypedCommandFails(t *testing.T) {
 	out, errOut, code := runLine(t, "serv")
 	if code != 1 || out != "" || !strings.Contains(errOut, `unknown command "serv"`) || !strings.Contains(errOut, "serve") {
 		t.Fatalf("worktrack serv: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// `serve --help` lists every variable the configuration reads.
+func TestServeHelpListsEveryVariable(t *testing.T) {
+	src, err := os.ReadFile("config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The names LoadConfig reads, as string literals in its calls.
+	read := regexp.MustCompile(`e\.[a-zA-Z]+\("([A-Z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(read) < 15 {
+		t.Fatalf("found only %d variables read in config.go; the pattern is out of date", len(read))
+	}
+	out, _, code := runLine(t, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help: exit %d", code)
+	}
+	for _, m := range read {
+		name := m[1]
+		if name == "WORKTRACK_TLS_KEY" {
+			name = "_TLS_KEY" // listed beside WORKTRACK_TLS_CERT
+		}
+		if !strings.Contains(out, name) {
+			t.Errorf("serve --help does not list %s:\n%s", m[1], out)
+		}
 	}
 }
