@@ -27,7 +27,7 @@ func serveCmd(stderr io.Writer) *cobra.Command {
 		Long: "Serve REST under /v1 and GraphQL at /graphql, and dispatch webhooks.\n\n" +
 			"On first start with an empty database it creates workspace \"Default\", an admin user and\n" +
 			"one API key, whose secret it prints once.\n\n" + configHelp,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig()
 			if err != nil {
