@@ -12,6 +12,7 @@ package httpedge
 
 import (
 	"context"
+	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -49,6 +50,15 @@ type Options struct {
 	// TrustedProxies may set X-Forwarded-For; by default none, so the client
 	// address is the connection's and cannot be spoofed to dodge limits.
 	TrustedProxies []string
+	// Observer, when set, is told of every answered request (metrics).
+	Observer RequestObserver
+}
+
+// RequestObserver is told of every answered request: its route template
+// ("" when no route matched; never the raw path), method, status (499 for
+// a client that went away) and latency. Implemented by adapters/metrics.
+type RequestObserver interface {
+	ObserveRequest(route, method string, status int, took time.Duration)
 }
 
 func (o *Options) defaults() {
@@ -118,6 +128,26 @@ func New(auth Authenticator, opts Options) *Edge {
 	}))
 	s.engine = e
 	return s
+}
+
+// MountMetrics serves GET /metrics with h. With a token, the request must
+// carry "Authorization: Bearer <token>", else 401 with the error object;
+// API keys are not accepted there, and the token nowhere else.
+func (s *Edge) MountMetrics(h http.Handler, token string) {
+	s.engine.GET("/metrics", func(c *gin.Context) {
+		if token != "" {
+			got := bearer(c.GetHeader("Authorization"))
+			switch {
+			case got == "":
+				ErrorObject.Abort(c, domain.Errorf(domain.CodeMissingAPIKey, "GET /metrics needs the metrics token: send \"Authorization: Bearer <WORKTRACK_METRICS_TOKEN>\"."))
+				return
+			case subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1:
+				ErrorObject.Abort(c, domain.Errorf(domain.CodeInvalidAPIKey, "The metrics token is not valid."))
+				return
+			}
+		}
+		h.ServeHTTP(c.Writer, c.Request)
+	})
 }
 
 // Engine is the gin engine, to mount routes on and to serve.

@@ -56,14 +56,17 @@ func (s *Edge) requestID(c *gin.Context) {
 func (s *Edge) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	status := c.Writer.Status()
+	if ClientGone(c) && (status >= 500 || c.GetBool(clientClosedKey)) {
+		status = StatusClientClosedRequest
+	}
+	if s.opts.Observer != nil {
+		s.opts.Observer.ObserveRequest(c.FullPath(), c.Request.Method, status, time.Since(start))
+	}
 	log := s.opts.Logger
 	ctx := c.Request.Context()
 	if !log.Enabled(ctx, slog.LevelInfo) {
 		return
-	}
-	status := c.Writer.Status()
-	if ClientGone(c) && (status >= 500 || c.GetBool(clientClosedKey)) {
-		status = StatusClientClosedRequest
 	}
 	attrs := [9]slog.Attr{
 		slog.String("request_id", RequestID(c)),

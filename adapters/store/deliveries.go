@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -380,3 +381,18 @@ func (db *DB) notifyDeliveries(ctx context.Context) error {
 // other's dispatchers. Both sides compute it in SQL on their own connection.
 var channelExpr = strings.TrimSpace(`
 'worktrack_deliveries_' || substr(md5(current_database() || '/' || coalesce(current_schema(), '')), 1, 16)`)
+
+// Backlog counts the pending deliveries of every workspace and finds when
+// the oldest of them was created (ok false when none is pending), for the
+// operator's metrics.
+func (s *DeliveryStore) Backlog(ctx context.Context) (pending int64, oldest time.Time, ok bool, err error) {
+	var row struct {
+		N      int64
+		Oldest NullTime
+	}
+	err = s.db.conn(ctx).Raw("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'").Scan(&row).Error
+	if err != nil {
+		return 0, time.Time{}, false, fmt.Errorf("store: delivery backlog: %w", err)
+	}
+	return row.N, row.Oldest.Time, row.Oldest.Valid, nil
+}

@@ -43,6 +43,8 @@ type Config struct {
 	// LogFormat is "text", "json", or "" (text on a terminal, else JSON).
 	LogFormat string
 	LogLevel  slog.Level
+	// MetricsToken, when set, is the bearer token GET /metrics requires.
+	MetricsToken string
 }
 
 // configHelp is the environment `serve --help` lists: every variable
@@ -67,6 +69,7 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_SHUTDOWN_TIMEOUT        after SIGTERM/SIGINT, time for work in flight to finish (default 30s)
   WORKTRACK_LOG_FORMAT              text or json (default: text on a terminal, else json)
   WORKTRACK_LOG_LEVEL               debug, info, warn or error (default info)
+  WORKTRACK_METRICS_TOKEN           GET /metrics then needs "Authorization: Bearer <token>" (default: open)
   WORKTRACK_PPROF_ADDR              serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060 (default off)
 
 A bad value stops serve with one line naming the variable.`
@@ -181,6 +184,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		ShutdownTimeout:     e.duration("WORKTRACK_SHUTDOWN_TIMEOUT", 30*time.Second),
 		LogFormat:           e.oneOf("WORKTRACK_LOG_FORMAT", "", logText, logJSON),
 		LogLevel:            e.level("WORKTRACK_LOG_LEVEL"),
+		MetricsToken:        e.str("WORKTRACK_METRICS_TOKEN", ""),
 	}
 	if e.err != nil {
 		return c, e.err

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/webhook"
 	"github.com/worktrack/worktrack/core/app"
@@ -27,8 +28,13 @@ import (
 // connection behind API requests, nor API requests behind them. SQLite
 // keeps one pool: its writes are serialised anyway, and a second pool on
 // an in-memory database would be another database.
-func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger) (stop func(context.Context)) {
+func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger, m *metrics.Metrics) (stop func(context.Context)) {
 	ddb, closeDB := dispatcherDB(ctx, db, cfg, log)
+	if ddb != db {
+		if sqlDB, err := ddb.Gorm().DB(); err == nil {
+			m.WatchPool("dispatcher", sqlDB)
+		}
+	}
 	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate})
 	stores := app.DispatcherStores{Tx: ddb, Deliveries: ddb.Deliveries(), Webhooks: ddb.Webhooks()}
 	d := a.NewDispatcherOn(stores, sender, ddb, app.DispatcherOptions{
@@ -39,8 +45,9 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 		Timeout: cfg.WebhookTimeout,
 		// A few milliseconds of the first attempt's latency buy one claim
 		// per burst of commits instead of one per commit.
-		Coalesce: dispatchCoalesce,
-		Logger:   log,
+		Coalesce:  dispatchCoalesce,
+		Logger:    log,
+		OnAttempt: m.ObserveDelivery,
 	})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

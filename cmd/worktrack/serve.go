@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/rest"
 	"github.com/worktrack/worktrack/graph"
@@ -87,8 +88,14 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		log.Info("migrations applied", "versions", applied)
 	}
 
+	m := metrics.New()
+	if sqlDB, err := db.Gorm().DB(); err == nil {
+		m.WatchPool("api", sqlDB)
+	}
+	m.WatchBacklog(db.Deliveries().Backlog)
+
 	a := newApp(db, cfg)
-	stopDispatcher := startDispatcher(ctx, a, db, cfg, log)
+	stopDispatcher := startDispatcher(ctx, a, db, cfg, log, m)
 	// On the error paths below; shutdown stops it within its timeout first.
 	defer stopDispatcher(context.Background())
 	created, _, secret, err := a.Admin.Bootstrap(ctx, cfg.BootstrapEmail)
@@ -108,7 +115,9 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		RateWindow:       cfg.RateWindow,
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		Ready:            db.Ping,
+		Observer:         m,
 	})
+	edge.MountMetrics(m.Handler(), cfg.MetricsToken)
 	rest.Mount(edge, a, rest.Options{Idempotency: db.Idempotency()})
 	graph.Mount(edge, a, graph.Options{
 		MaxComplexity: cfg.GraphQLComplexity,

@@ -44,6 +44,10 @@ type DispatcherOptions struct {
 	Owner string
 	// Logger reports failures to reach the database. Default slog.Default().
 	Logger *slog.Logger
+	// OnAttempt, when set, is told of every attempt's outcome: the
+	// delivery as the attempt left it (succeeded, failed for good, or
+	// pending with a retry scheduled). Metrics count them.
+	OnAttempt func(domain.Delivery)
 }
 
 // Dispatcher sends due deliveries: it claims them in batches (with a lease,
@@ -353,6 +357,9 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 		}
 		x.log.Log(ctx, level, "webhook attempt", "delivery_id", d.ID, "webhook_id", d.WebhookID, "event_id", d.EventID,
 			"attempt", d.Attempts+1, "status_code", res.StatusCode, "error", res.Err, "outcome", string(out.Delivery.Status))
+	}
+	if x.opts.OnAttempt != nil {
+		x.opts.OnAttempt(out.Delivery)
 	}
 	x.record(ctx, out)
 }

@@ -1,0 +1,158 @@
+// Package metrics is Worktrack's Prometheus instrumentation
+// (prometheus/client_golang): HTTP requests by API, route template, method
+// and status; webhook delivery outcomes and backlog; GraphQL
+// subscriptions; the database pools; and Go's runtime and process
+// collectors. GET /metrics serves it (httpedge.Edge.MountMetrics).
+package metrics
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// Metrics holds the registry and the instruments the process updates.
+type Metrics struct {
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	deliveries *prometheus.CounterVec
+}
+
+// New registers the request and delivery instruments and Go's runtime and
+// process collectors on a registry of its own.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "worktrack_http_requests_total",
+			Help: "HTTP requests answered, by API (rest, graphql, other), route template, method and status.",
+		}, []string{"api", "route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "worktrack_http_request_duration_seconds",
+			Help:    "Time from a request's arrival to its answer, by API, route template and method.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"api", "route", "method"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "worktrack_webhook_deliveries_total",
+			Help: "Webhook delivery attempts by outcome: succeeded, retry_scheduled, or failed (for good).",
+		}, []string{"outcome"}),
+	}
+	for _, o := range []string{outcomeSucceeded, outcomeRetry, outcomeFailed} {
+		m.deliveries.WithLabelValues(o) // present at 0 from the start
+	}
+	reg.MustRegister(m.requests, m.duration, m.deliveries,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// The outcome label's values.
+const (
+	outcomeSucceeded = "succeeded"
+	outcomeRetry     = "retry_scheduled"
+	outcomeFailed    = "failed"
+)
+
+// ObserveRequest counts one answered request. route is the route template
+// ("" when no route matched), never the raw path, so the label's values
+// stay few.
+func (m *Metrics) ObserveRequest(route, method string, status int, took time.Duration) {
+	api := apiOf(route)
+	if route == "" {
+		route = "unmatched"
+	}
+	m.requests.WithLabelValues(api, route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(api, route, method).Observe(took.Seconds())
+}
+
+func apiOf(route string) string {
+	switch {
+	case route == "/v1" || strings.HasPrefix(route, "/v1/"):
+		return "rest"
+	case route == "/graphql" || strings.HasPrefix(route, "/graphql/"):
+		return "graphql"
+	}
+	return "other"
+}
+
+// ObserveDelivery counts an attempt's outcome (app.DispatcherOptions.OnAttempt).
+func (m *Metrics) ObserveDelivery(d domain.Delivery) {
+	switch d.Status {
+	case domain.DeliverySucceeded:
+		m.deliveries.WithLabelValues(outcomeSucceeded).Inc()
+	case domain.DeliveryFailed:
+		m.deliveries.WithLabelValues(outcomeFailed).Inc()
+	default:
+		m.deliveries.WithLabelValues(outcomeRetry).Inc()
+	}
+}
+
+// WatchPool exports a database pool's statistics (go_sql_* with
+// db_name=name).
+func (m *Metrics) WatchPool(name string, db *sql.DB) {
+	m.reg.MustRegister(collectors.NewDBStatsCollector(db, name))
+}
+
+// BacklogFunc reports the pending deliveries and when the oldest was
+// created (ok false when none is pending).
+type BacklogFunc func(ctx context.Context) (pending int64, oldest time.Time, ok bool, err error)
+
+// WatchBacklog exports the delivery backlog, read from the database at each
+// scrape (bounded by 2 s; a failed read leaves the two series out of that
+// scrape).
+func (m *Metrics) WatchBacklog(backlog BacklogFunc) {
+	m.reg.MustRegister(&backlogCollector{backlog: backlog})
+}
+
+// WatchSubscriptions exports the open GraphQL subscriptions of this process.
+func (m *Metrics) WatchSubscriptions(open func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "worktrack_graphql_subscriptions",
+		Help: "GraphQL subscriptions open on this process.",
+	}, func() float64 { return float64(open()) }))
+}
+
+// Handler serves the exposition.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+var (
+	pendingDesc = prometheus.NewDesc("worktrack_webhook_pending_deliveries",
+		"Webhook deliveries waiting for an attempt or a retry, in every workspace.", nil, nil)
+	oldestDesc = prometheus.NewDesc("worktrack_webhook_oldest_pending_seconds",
+		"Age of the oldest pending webhook delivery; 0 when none is pending.", nil, nil)
+)
+
+type backlogCollector struct{ backlog BacklogFunc }
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pendingDesc
+	ch <- oldestDesc
+}
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pending, oldest, ok, err := c.backlog(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
+		return
+	}
+	age := 0.0
+	if ok {
+		age = max(0, time.Since(oldest).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(pending))
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+func call(t *testing.T, method, url, auth, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// labels flattens a sample's labels.
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// has reports whether family holds a sample with at least these labels.
+func has(f *dto.MetricFamily, want map[string]string) bool {
+	if f == nil {
+		return false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		got := labels(m)
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// GET /metrics after real REST, GraphQL and webhook traffic: the families
+// operators alert on, labelled by route template (never a raw path), and
+// the bearer token when one is configured.
+func TestMetricsAfterRealTraffic(t *testing.T) {
+	var received atomic.Int64
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		received.Add(1)
+	}))
+	defer rc.Close()
+	const token = "metrics-s3cret"
+	p := startServe(t, t.TempDir(), "WORKTRACK_METRICS_TOKEN="+token, "WORKTRACK_WEBHOOK_ALLOW_PRIVATE=true")
+	key := secretRe.FindString(p.Stderr.String())
+
+	if code, body := call(t, http.MethodPost, p.Base+"/v1/webhooks", key, `{"url":"`+rc.URL+`/hook","events":["project.created"]}`); code != 201 {
+		t.Fatalf("create webhook: %d %s", code, body)
+	}
+	code, body := call(t, http.MethodPost, p.Base+"/v1/projects", key, `{"name":"Metrics","key":"MET"}`)
+	if code != 201 {
+		t.Fatalf("create project: %d %s", code, body)
+	}
+	id := body[strings.Index(body, `"prj_`)+1:]
+	id = id[:strings.Index(id, `"`)]
+	if code, _ := call(t, http.MethodGet, p.Base+"/v1/projects/"+id, key, ""); code != 200 {
+		t.Fatalf("get project: %d", code)
+	}
+	if code, _ := call(t, http.MethodGet, p.Base+"/v1/projects/prj_0000000000000000000000nope", key, ""); code != 404 {
+		t.Fatalf("get an absent project: %d", code)
+	}
+	if code, _ := call(t, http.MethodPost, p.Base+"/graphql", key, `{"query":"{ me { email } }"}`); code != 200 {
+		t.Fatalf("graphql: %d", code)
+	}
+	if code, _ := call(t, http.MethodGet, p.Base+"/v1/no/such/route", key, ""); code != 404 {
+		t.Fatalf("unmatched route: %d", code)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for received.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook was never delivered:\n%s", p.Stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	for _, tc := range []struct{ auth, code string }{{"", "missing_api_key"}, {"wrong", "invalid_api_key"}, {key, "invalid_api_key"}} {
+		if status, body := call(t, http.MethodGet, p.Base+"/metrics", tc.auth, ""); status != 401 || !strings.Contains(body, `"code":"`+tc.code+`"`) {
+			t.Fatalf("/metrics with %q: %d %s", tc.auth, status, body)
+		}
+	}
+	// The delivery is counted once its outcome is recorded, just after the
+	// receiver answered.
+	var families map[string]*dto.MetricFamily
+	for {
+		status, body := call(t, http.MethodGet, p.Base+"/metrics", token, "")
+		if status != 200 {
+			t.Fatalf("/metrics with the token: %d %s", status, body)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		var err error
+		if families, err = parser.TextToMetricFamilies(strings.NewReader(body)); err != nil {
+			t.Fatalf("the exposition does not parse: %v\n%s", err, body)
+		}
+		f := families["worktrack_webhook_deliveries_total"]
+		if counter(f, "succeeded") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no succeeded delivery counted:\n%s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	requests := families["worktrack_http_requests_total"]
+	for _, want := range []map[string]string{
+		{"api": "rest", "route": "/v1/projects", "method": "POST", "status": "201"},
+		{"api": "rest", "route": "/v1/projects/:projectId", "method": "GET", "status": "200"},
+		{"api": "rest", "route": "/v1/projects/:projectId", "method": "GET", "status": "404"},
+		{"api": "graphql", "route": "/graphql", "method": "POST", "status": "200"},
+		{"api": "other", "route": "unmatched", "method": "GET", "status": "404"},
+		{"api": "other", "route": "/metrics", "method": "GET", "status": "401"},
+	} {
+		if !has(requests, want) {
+			t.Errorf("worktrack_http_requests_total has no sample %v", want)
+		}
+	}
+	for _, m := range requests.GetMetric() {
+		if r := labels(m)["route"]; strings.Contains(r, "prj_") || strings.Contains(r, "/no/such") {
+			t.Errorf("a raw path as a route label: %q", r)
+		}
+	}
+	if f := families["worktrack_http_request_duration_seconds"]; f.GetType() != dto.MetricType_HISTOGRAM ||
+		!has(f, map[string]string{"api": "rest", "route": "/v1/projects", "method": "POST"}) {
+		t.Errorf("worktrack_http_request_duration_seconds: %v", f)
+	}
+	for _, name := range []string{
+		"worktrack_webhook_pending_deliveries", "worktrack_webhook_oldest_pending_seconds",
+		"go_sql_open_connections", "go_goroutines", "process_resident_memory_bytes",
+	} {
+		if families[name] == nil {
+			t.Errorf("no family %s", name)
+		}
+	}
+	if !has(families["go_sql_open_connections"], map[string]string{"db_name": "api"}) {
+		t.Errorf("the API's pool is not labelled db_name=api: %v", families["go_sql_open_connections"])
+	}
+	if v := families["worktrack_webhook_pending_deliveries"].GetMetric()[0].GetGauge().GetValue(); v != 0 {
+		t.Errorf("pending deliveries after the only one succeeded: %v", v)
+	}
+	p.Stop(t)
+}
+
+func counter(f *dto.MetricFamily, outcome string) float64 {
+	for _, m := range f.GetMetric() {
+		if labels(m)["outcome"] == outcome {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
