@@ -26,7 +26,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
+.PHONY: all help run build image image-smoke test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -62,6 +62,14 @@ fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s), one worker, o
 		done; \
 	done; \
 	echo "fuzz: all targets passed in $$(( $$(date +%s) - start ))s"
+
+IMAGE ?= worktrack:dev
+
+image: build ## build the non-root container image IMAGE (default worktrack:dev) from bin/worktrack, no base image
+	IMAGE='$(IMAGE)' tools/image/build.sh
+
+image-smoke: ## run IMAGE against SMOKE_DATABASE_URL (host network): CLI-made key, /readyz, one REST call, clean stop
+	IMAGE='$(IMAGE)' tools/image/smoke.sh
 
 test-image: ## build the offline PostgreSQL test image TEST_PG_IMAGE (root, Docker; FORCE=1 rebuilds)
 	WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)' tools/pgimage/build.sh
