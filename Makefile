@@ -1,5 +1,7 @@
 # Worktrack developer and CI entry points. `make help` lists the targets.
 
+# bash, for pipefail in the recipes that pipe.
+SHELL         := bash
 GO            ?= go
 BIN           := $(CURDIR)/bin
 TESTFLAGS     ?=
@@ -45,8 +47,12 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT=...)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worktrack ./cmd/worktrack
 
-test: ## run every test with the race detector (extra flags: TESTFLAGS=...)
-	$(GO) test -race -count=1 $(TESTFLAGS) ./...
+# go test -json through tools/testsummary prints what plain go test prints,
+# then how many tests were skipped for want of PostgreSQL, Redis, Docker or
+# Node.js, and how to run them. The exit status is go test's.
+test: ## run every test with the race detector (extra flags: TESTFLAGS=...); says what was skipped
+	@set -o pipefail; $(GO) build -o $(BIN)/testsummary ./tools/testsummary && \
+	$(GO) test -race -count=1 -json $(TESTFLAGS) ./... 2>&1 | $(BIN)/testsummary
 
 # Fuzzing: every `func FuzzXxx` of a test file, one at a time, each for
 # FUZZTIME with one worker (the seeds in f.Add and testdata/fuzz run first).

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSummaryCountsSkipsByServiceAndShowsFailures(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"start","Package":"p"}`,
+		`{"Action":"run","Package":"p","Test":"TestPG"}`,
+		`{"Action":"output","Package":"p","Test":"TestPG","Output":"=== RUN   TestPG\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestPG","Output":"    x.go:1: TEST_DATABASE_URL is unset and no container could be started. Skipping.\n"}`,
+		`{"Action":"skip","Package":"p","Test":"TestPG"}`,
+		`{"Action":"output","Package":"p","Test":"TestPG2","Output":"TEST_DATABASE_URL is unset. Skipping.\n"}`,
+		`{"Action":"skip","Package":"p","Test":"TestPG2"}`,
+		`{"Action":"output","Package":"p","Test":"TestRedis","Output":"TEST_REDIS_URL is not set. Skipping.\n"}`,
+		`{"Action":"skip","Package":"p","Test":"TestRedis"}`,
+		`{"Action":"output","Package":"p","Test":"TestOK","Output":"fine\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestOK"}`,
+		`{"Action":"output","Package":"p","Test":"TestBad","Output":"--- FAIL: TestBad\n    x.go:9: boom\n"}`,
+		`{"Action":"fail","Package":"p","Test":"TestBad"}`,
+		`{"Action":"output","Package":"p","Output":"FAIL\n"}`,
+		`{"Action":"output","Package":"p","Output":"FAIL\tp\t0.1s\n"}`,
+		`# p [build failed]`,
+	}, "\n")
+	var out strings.Builder
+	if err := summarize(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"x.go:9: boom", "FAIL\tp\t0.1s", "# p [build failed]",
+		"SKIPPED: 2 tests that need PostgreSQL did not run",
+		"SKIPPED: 1 tests that need Redis did not run",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"fine", "=== RUN", "Node.js"} {
+		if strings.Contains(got, not) {
+			t.Errorf("%q should not be printed:\n%s", not, got)
+		}
+	}
+}
