@@ -18,10 +18,10 @@ import (
 // of requests still finishing are claimed too. stop waits until the
 // dispatcher has returned: it stops claiming, and the attempts in flight
 // finish (bounded by WORKTRACK_WEBHOOK_TIMEOUT) and record their outcome
-// before the database is closed. When stop's ctx ends first, stop returns
-// at once: the attempts still in flight are abandoned to their leases, and
-// sent again by whichever dispatcher claims them when the leases lapse (at
-// least once). Calls after the first do nothing.
+// before the database is closed. When stop's ctx ends first, stop gives the
+// leases of the attempts still in flight back and returns: another
+// dispatcher sends those deliveries again (at least once). Calls after the
+// first do nothing.
 //
 // On PostgreSQL the dispatcher gets a small connection pool of its own
 // (dispatcherConns): its claims and outcome writes then never wait for a
@@ -64,7 +64,15 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 			case <-done:
 				closeDB()
 			case <-wait.Done():
-				log.Warn("webhook dispatcher: shutdown timeout ran out with attempts in flight; their deliveries will be sent again when their leases lapse")
+				// Out of time: give the leases back, so that another
+				// process sends those deliveries at once.
+				rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				if err := d.Abandon(rctx); err != nil {
+					log.Warn("webhook dispatcher: shutdown timeout ran out with attempts in flight; their deliveries will be sent again when their leases lapse", "error", err.Error())
+				} else {
+					log.Warn("webhook dispatcher: shutdown timeout ran out with attempts in flight; their leases were given back for another process to send them")
+				}
 			}
 		})
 	}

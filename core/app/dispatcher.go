@@ -64,6 +64,7 @@ type Dispatcher struct {
 
 	mu       sync.Mutex
 	inFlight int
+	attempts map[string]struct{} // the deliveries of the attempts in flight
 	perHook  map[string]int
 	retries  timeHeap // retries this dispatcher scheduled, earliest first
 	backlog  bool     // the last claim took all it asked for: more may be due
@@ -154,7 +155,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		o.Logger = slog.Default()
 	}
 	return &Dispatcher{
-		d: d, opts: o, log: o.Logger, perHook: map[string]int{}, backlogHooks: map[string]bool{}, freed: make(chan struct{}, 1),
+		d: d, opts: o, log: o.Logger, perHook: map[string]int{}, attempts: map[string]struct{}{}, backlogHooks: map[string]bool{}, freed: make(chan struct{}, 1),
 		finishes: make(chan domain.Delivery, o.Workers),
 	}
 }
@@ -217,6 +218,22 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 	}
 	x.wg.Wait()
 	return nil
+}
+
+// Abandon gives back the leases of the attempts still in flight, for a
+// shutdown that cannot wait for them (Run's context is cancelled and its
+// time is up): other dispatchers may then claim those deliveries at once,
+// rather than when the leases lapse. An attempt that still completes is
+// not recorded (its finish no longer holds the lease), so its delivery is
+// sent again: at least once.
+func (x *Dispatcher) Abandon(ctx context.Context) error {
+	x.mu.Lock()
+	ids := make([]string, 0, len(x.attempts))
+	for id := range x.attempts {
+		ids = append(ids, id)
+	}
+	x.mu.Unlock()
+	return x.d.Deliveries.ReleaseDeliveries(ctx, x.opts.Owner, ids)
 }
 
 // worthClaiming reports whether a claim made only because workers came free
@@ -294,6 +311,7 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 		}
 		x.perHook[wh]++
 		x.inFlight++
+		x.attempts[c.Delivery.ID] = struct{}{}
 		x.wg.Add(1)
 		x.mu.Unlock()
 		go x.attempt(context.WithoutCancel(ctx), c)
@@ -333,7 +351,7 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 // It runs on a context that shutdown does not cancel: an attempt in flight
 // is bounded by the sender's timeout, not cut short.
 func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
-	defer x.done(c.Delivery.WebhookID)
+	defer x.done(c.Delivery.ID, c.Delivery.WebhookID)
 	d := c.Delivery
 	var out domain.Outcome
 	if d.WindowClosed(x.d.Clock.Now(), x.opts.Policy) {
@@ -484,9 +502,10 @@ func (x *Dispatcher) deactivate(ctx context.Context, d domain.Delivery) error {
 }
 
 // done frees the worker and the webhook's slot, and wakes the claim loop.
-func (x *Dispatcher) done(webhookID string) {
+func (x *Dispatcher) done(deliveryID, webhookID string) {
 	x.mu.Lock()
 	x.inFlight--
+	delete(x.attempts, deliveryID)
 	if x.perHook[webhookID]--; x.perHook[webhookID] <= 0 {
 		delete(x.perHook, webhookID)
 	}

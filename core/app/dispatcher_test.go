@@ -305,6 +305,7 @@ func (s *fakeSender) peaks() (all int, perHook map[string]int) {
 }
 
 type dispatchRig struct {
+	d        *app.Dispatcher
 	clock    *fakeClock
 	store    *fakeDeliveries
 	webhooks *fakeWebhooks
@@ -331,6 +332,7 @@ func (r *dispatchRig) run(t *testing.T, o app.DispatcherOptions) (stop func() <-
 		Tx: fakeTx{}, Deliveries: r.store, Webhooks: r.webhooks, Sender: r.sender, Watcher: silentWatcher{},
 		Wake: app.NewSignal(), Clock: r.clock, After: r.clock.After,
 	}, o)
+	r.d = d
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -570,5 +572,43 @@ func TestDispatcherShutdownWaitsForAttemptsInFlight(t *testing.T) {
 	<-done
 	if d := r.store.get("whd_1"); d.Status != domain.DeliverySucceeded || d.Attempts != 1 {
 		t.Fatalf("Run returned before the attempt's outcome was recorded: %+v", d)
+	}
+}
+
+// A shutdown out of time gives the leases of the attempts in flight back,
+// and only theirs: another dispatcher may claim them at once.
+func TestDispatcherAbandonGivesBackTheLeasesInFlight(t *testing.T) {
+	r := newRig()
+	r.store.add("whd_held", "whk_1", t0)
+	r.store.add("whd_quick", "whk_2", t0)
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	r.sender.hold = func(a ports.WebhookAttempt) <-chan struct{} {
+		if hookOf(a) == "whk_1" {
+			return hold
+		}
+		return nil
+	}
+	stop := r.run(t, app.DispatcherOptions{Workers: 2})
+	t.Cleanup(release)
+	// Both attempts started; wait until the quick one is recorded.
+	<-r.sender.started
+	<-r.sender.started
+	deadline := time.Now().Add(10 * time.Second)
+	for r.store.get("whd_quick").Status != domain.DeliverySucceeded {
+		if time.Now().After(deadline) {
+			t.Fatal("the quick attempt was never recorded")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if err := r.d.Abandon(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.store.mu.Lock()
+	released := slices.Clone(r.store.released)
+	r.store.mu.Unlock()
+	if !slices.Equal(released, []string{"whd_held"}) {
+		t.Fatalf("released %v; want exactly the attempt in flight, whd_held", released)
 	}
 }
