@@ -47,6 +47,7 @@ type options struct {
 	duration  string // wrk -d
 	pairs     int
 	selected  []scenario
+	webhooks  bool // run tools/webhookload after the table
 	adminURL  string
 	refSrcDir string
 }
@@ -81,6 +82,46 @@ func run(ctx context.Context) int {
 		logf("%v", err)
 		return 2
 	}
+	if len(opts.selected) > 0 {
+		if code := runReads(ctx, opts); code != 0 {
+			return code
+		}
+	}
+	if opts.webhooks {
+		if err := runWebhooks(ctx, opts); err != nil {
+			logf("FAILED: webhook scenario: %v", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// webhookScenario is LOAD_SCENARIOS' name for tools/webhookload's table.
+const webhookScenario = "webhooks"
+
+// runWebhooks runs tools/webhookload (its own table: creates with none,
+// one and ten receivers, a slow receiver beside a fast one, backlog drains
+// by one and two processes) with bin/worktrack, on the server of
+// TEST_DATABASE_URL. LOAD_QUICK passes through.
+func runWebhooks(ctx context.Context, opts options) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	goBin := os.Getenv("GO")
+	if goBin == "" {
+		goBin = "go"
+	}
+	// goBin is the developer's own go command (make passes GO).
+	cmd := exec.CommandContext(ctx, goBin, "run", "./tools/webhookload", //nolint:gosec // see above
+		"-bin", filepath.Join(root, "bin", "worktrack"), "-db", opts.adminURL)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
+
+// runReads is the wrk table: every selected scenario against the reference.
+func runReads(ctx context.Context, opts options) int {
 	h := &harness{opts: opts, servers: map[string]*process{}, paths: map[string][]string{}}
 	defer h.cleanup()
 	rows, err := h.prepareAndRun(ctx)
@@ -131,6 +172,7 @@ func readOptions() (options, error) {
 		o.pairs = n
 	}
 	o.selected = scenarios
+	o.webhooks = true
 	if v := strings.TrimSpace(os.Getenv("LOAD_SCENARIOS")); v != "" {
 		byName := map[string]scenario{}
 		var names []string
@@ -139,10 +181,15 @@ func readOptions() (options, error) {
 			names = append(names, s.name)
 		}
 		want := map[string]bool{}
+		o.webhooks = false
 		for _, n := range strings.Split(v, ",") {
 			n = strings.TrimSpace(n)
+			if n == webhookScenario {
+				o.webhooks = true
+				continue
+			}
 			if _, ok := byName[n]; !ok {
-				return o, fmt.Errorf("LOAD_SCENARIOS: no scenario %q (have: %s)", n, strings.Join(names, ", "))
+				return o, fmt.Errorf("LOAD_SCENARIOS: no scenario %q (have: %s, %s)", n, strings.Join(names, ", "), webhookScenario)
 			}
 			want[n] = true
 		}

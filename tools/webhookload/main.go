@@ -34,13 +34,19 @@ var (
 	flagScratch  = flag.String("scratch", "worktrack_webhookload", "name of the scratch database, dropped and created per scenario")
 	flagBin      = flag.String("bin", "", "worktrack binary; default: go build ./cmd/worktrack into a temporary directory")
 	flagWriters  = flag.Int("writers", 32, "concurrent task creators")
-	flagDuration = flag.Duration("duration", 10*time.Second, "how long the writers write")
-	flagBacklog  = flag.Int("backlog", 20000, "deliveries in the drain scenarios")
+	flagDuration = flag.Duration("duration", 15*time.Second, "how long the writers write (LOAD_QUICK=1: 2s)")
+	flagBacklog  = flag.Int("backlog", 20000, "deliveries in the drain scenarios (LOAD_QUICK=1: 2000)")
 	flagOnly     = flag.String("only", "", "comma-separated scenarios to run (none,one,ten,slow,drain1,drain2); default all")
 )
 
 func main() {
 	flag.Parse()
+	quick := os.Getenv("LOAD_QUICK") == "1"
+	if quick {
+		// make load's quick mode (CI): short runs that prove the scenario
+		// works, and fail on a duplicate send.
+		*flagDuration, *flagBacklog = 2*time.Second, 2000
+	}
 	ctx := context.Background()
 	bin := *flagBin
 	if bin == "" {
@@ -60,45 +66,103 @@ func main() {
 		}
 	}
 	run := func(name string) bool { return len(want) == 0 || want[name] }
+	var rows []row
 	var baseline float64
 	var fastP99 time.Duration
-	if run("none") {
-		r := writeScenario(ctx, bin, 0, false)
-		baseline = r.createsPerSec
-		r.print("none: no webhook")
-	}
-	if run("one") {
-		r := writeScenario(ctx, bin, 1, false)
-		fastP99 = r.p99
-		r.print("one: one fast receiver")
-		if baseline > 0 {
-			fmt.Printf("  creates/s ratio one/none: %.2fx (target >= 0.8x)\n", r.createsPerSec/baseline)
+	write := func(name string, hooks int, slow bool) {
+		if !run(name) {
+			return
 		}
-	}
-	if run("ten") {
-		r := writeScenario(ctx, bin, 10, false)
-		r.print("ten: ten fast receivers")
-		if baseline > 0 {
-			fmt.Printf("  creates/s ratio ten/none: %.2fx\n", r.createsPerSec/baseline)
+		fmt.Fprintf(os.Stderr, "webhookload: %s...\n", name)
+		r := writeScenario(ctx, bin, hooks, slow)
+		rw := row{name: name, r: r, slow: slow}
+		switch {
+		case name == "none":
+			baseline = r.createsPerSec
+		case baseline > 0:
+			rw.note = fmt.Sprintf("creates %.2fx none", r.createsPerSec/baseline)
 		}
-	}
-	if run("slow") {
-		r := writeScenario(ctx, bin, 1, true)
-		r.print("slow: one fast receiver beside a 4 s one")
-		if fastP99 > 0 {
-			fmt.Printf("  fast receiver p99 vs scenario one: %.2fx (target <= 1.5x)\n", float64(r.p99)/float64(fastP99))
+		if name == "one" {
+			fastP99 = r.p99
 		}
+		if slow && fastP99 > 0 {
+			rw.note += fmt.Sprintf("; fast p99 %.2fx one; backlog includes the 4 s receiver's", float64(r.p99)/float64(fastP99))
+		}
+		rows = append(rows, rw)
 	}
+	write("none", 0, false)
+	write("one", 1, false)
+	write("ten", 10, false)
+	write("slow", 1, true)
 	var one float64
-	if run("drain1") {
-		one = drainScenario(ctx, bin, 1)
+	for _, procs := range []int{1, 2} {
+		name := fmt.Sprintf("drain%d", procs)
+		if !run(name) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "webhookload: %s...\n", name)
+		d := drainScenario(ctx, bin, procs)
+		rw := row{name: name, drain: &d}
+		if procs == 1 {
+			one = d.rate
+		} else if one > 0 {
+			rw.note = fmt.Sprintf("%.2fx drain1", d.rate/one)
+		}
+		rows = append(rows, rw)
 	}
-	if run("drain2") {
-		two := drainScenario(ctx, bin, 2)
-		if one > 0 {
-			fmt.Printf("  drain two/one processes: %.2fx\n", two/one)
+	printTable(rows)
+	dups := 0
+	for _, r := range rows {
+		dups += r.r.duplicates
+		if r.drain != nil {
+			dups += r.drain.duplicates
 		}
 	}
+	if quick {
+		if dups > 0 {
+			fail("quick run: %d duplicate sends", dups)
+		}
+		fmt.Println("webhookload: quick run passed: every write answered 2xx, every event delivered, no duplicate send")
+	}
+}
+
+// row is one line of the table.
+type row struct {
+	slow  bool // the backlog holds the 4 s receiver's deliveries too
+	name  string
+	r     result
+	drain *drained
+	note  string
+}
+
+func printTable(rows []row) {
+	fmt.Printf("\nwebhooks (PostgreSQL, %d writers for %s; drains of %d deliveries)\n", *flagWriters, *flagDuration, *flagBacklog)
+	fmt.Printf("%8s %10s %15s %14s %9s %9s %13s %5s  %s\n",
+		"scenario", "creates/s", "deliv/s during", "deliv/s after", "p50", "p99", "backlog end", "dups", "notes")
+	ms := func(d time.Duration) string {
+		if d == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	for _, rw := range rows {
+		if d := rw.drain; d != nil {
+			fmt.Printf("%8s %10s %15s %14.0f %9s %9s %13s %5d  %s\n", rw.name, "-", "-", d.rate, "-", "-", "0", d.duplicates, rw.note)
+			continue
+		}
+		r := rw.r
+		during, after, backlog := "-", "-", "-"
+		if r.deliveredWrite > 0 || r.pendingAtEnd > 0 {
+			during = fmt.Sprintf("%.0f", float64(r.deliveredWrite)/flagDuration.Seconds())
+			if r.drainAfter > 0 && r.pendingAtEnd > 0 && !rw.slow {
+				after = fmt.Sprintf("%.0f", float64(r.pendingAtEnd)/r.drainAfter.Seconds())
+			}
+			backlog = fmt.Sprintf("%d (%.2fs)", r.pendingAtEnd, float64(r.pendingAtEnd)/max(r.createsPerSec, 1))
+		}
+		fmt.Printf("%8s %10.0f %15s %14s %9s %9s %13s %5d  %s\n", rw.name, r.createsPerSec, during, after, ms(r.p50), ms(r.p99), backlog, r.duplicates, rw.note)
+	}
+	fmt.Println("  p50/p99: commit-to-receipt at the (first) fast receiver during the writes; backlog end: pending when the writes stopped")
+	fmt.Println("  (seconds of creates); deliv/s after: that backlog over the time to drain it; dups: one webhook-id and attempt received twice")
 }
 
 // result is what a write scenario measured.
@@ -111,19 +175,6 @@ type result struct {
 	p50, p99       time.Duration // commit-to-receipt of the first receiver, first attempts received during the writes
 	duplicates     int
 	slowGot        int
-}
-
-func (r result) print(name string) {
-	fmt.Printf("%s\n  creates: %d in %s = %.0f/s\n", name, r.creates, *flagDuration, r.createsPerSec)
-	if r.p50 > 0 || r.deliveredWrite > 0 {
-		fmt.Printf("  deliveries received during writes: %d (%.0f/s); pending when writes stopped: %d (%.2f s of creates)\n",
-			r.deliveredWrite, float64(r.deliveredWrite)/flagDuration.Seconds(), r.pendingAtEnd, float64(r.pendingAtEnd)/max(r.createsPerSec, 1))
-		fmt.Printf("  drained the rest in %s; commit-to-receipt p50 %s p99 %s (fast receiver, during writes); duplicates %d\n",
-			r.drainAfter.Round(time.Millisecond), r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.duplicates)
-	}
-	if r.slowGot > 0 {
-		fmt.Printf("  slow receiver got %d\n", r.slowGot)
-	}
 }
 
 // writeScenario runs one server with hooks fast receivers (and a 4 s one
@@ -200,7 +251,13 @@ func writeScenario(ctx context.Context, bin string, hooks int, slow bool) result
 
 // drainScenario writes a backlog of deliveries straight into the database,
 // then starts procs server processes and times until none is pending.
-func drainScenario(ctx context.Context, bin string, procs int) float64 {
+// drained is what a drain scenario measured.
+type drained struct {
+	rate       float64 // deliveries/s from the first receipt
+	duplicates int
+}
+
+func drainScenario(ctx context.Context, bin string, procs int) drained {
 	dbURL := freshDatabase(ctx)
 	key := provision(bin, dbURL)
 	rc := newReceiver(0)
@@ -252,10 +309,9 @@ FROM generate_series(1, $1::int) g, webhooks w WHERE w.id = $2`,
 		}
 	}
 	rate := float64(*flagBacklog) / done.Sub(first).Seconds()
-	fmt.Printf("drain%d: %d deliveries, %d server process(es): %s from first receipt = %.0f/s (%s = %.0f/s including process start); received %d, duplicates %d\n",
-		procs, *flagBacklog, procs, done.Sub(first).Round(time.Millisecond), rate, took.Round(time.Millisecond),
-		float64(*flagBacklog)/took.Seconds(), len(all), rc.duplicates())
-	return rate
+	fmt.Fprintf(os.Stderr, "webhookload: drain%d: %d deliveries in %s from the first receipt (%s including process start); received %d\n",
+		procs, *flagBacklog, done.Sub(first).Round(time.Millisecond), took.Round(time.Millisecond), len(all))
+	return drained{rate: rate, duplicates: rc.duplicates()}
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
