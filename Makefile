@@ -28,7 +28,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -121,6 +121,12 @@ generate: ## regenerate the GraphQL layer from schema.graphql and gqlgen.yml
 schema-check: ## validate schema.graphql with graphql-js (installed from npm into tools/schema-check)
 	npm ci --prefix tools/schema-check --no-audit --no-fund
 	node tools/schema-check/validate.mjs schema.graphql
+
+openapi-check: ## lint adapters/rest/openapi.yaml with Redocly and typecheck TypeScript types generated from it (npm, lockfile)
+	npm ci --prefix tools/openapi-check --no-audit --no-fund
+	cd tools/openapi-check && ./node_modules/.bin/redocly lint ../../adapters/rest/openapi.yaml --config lint.redocly.yaml
+	cd tools/openapi-check && ./node_modules/.bin/openapi-typescript ../../adapters/rest/openapi.yaml -o generated/worktrack.d.ts && \
+		./node_modules/.bin/tsc -p tsconfig.json && echo "openapi-check: lint clean; generated TypeScript types typecheck"
 
 webhook-verify: ## install the standardwebhooks npm package into tools/webhook-verify (the webhook signature tests use it)
 	npm ci --prefix tools/webhook-verify --no-audit --no-fund

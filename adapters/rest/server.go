@@ -35,6 +35,7 @@ type Server struct {
 // rendered as the spec's error object.
 func Mount(edge *httpedge.Edge, a *app.App, opts Options) *Server {
 	s := &Server{app: a, api: edge.API(Prefix, httpedge.ErrorObject)}
+	edge.Engine().GET(Prefix+"/openapi.json", serveOpenAPI)
 	v1 := edge.Engine().Group(Prefix, s.api.Chain(s.api.Idempotent(opts.Idempotency))...)
 	v1.GET("/users/me", s.handle(s.me))
 	v1.GET("/users", s.handle(s.listUsers))

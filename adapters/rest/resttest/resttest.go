@@ -224,6 +224,7 @@ func (e *Env) Do(r Request) *Response {
 	rec := httptest.NewRecorder()
 	e.Engine.ServeHTTP(rec, req)
 	res := &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	CheckOpenAPI(e.T, req, res.Status, res.Header, res.Body)
 	if len(res.Body) > 0 && strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		_ = json.Unmarshal(res.Body, &res.JSON)
 	}
