@@ -28,7 +28,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke openapi-check test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -127,6 +127,18 @@ openapi-check: ## lint adapters/rest/openapi.yaml with Redocly and typecheck Typ
 	cd tools/openapi-check && ./node_modules/.bin/redocly lint ../../adapters/rest/openapi.yaml --config lint.redocly.yaml
 	cd tools/openapi-check && ./node_modules/.bin/openapi-typescript ../../adapters/rest/openapi.yaml -o generated/worktrack.d.ts && \
 		./node_modules/.bin/tsc -p tsconfig.json && echo "openapi-check: lint clean; generated TypeScript types typecheck"
+
+# The Redoc bundle GET /docs serves: pinned in tools/docs-assets (lockfile),
+# copied into adapters/rest/reference and committed; check-docs-assets
+# fails when the copy differs from what the lockfile gives.
+DOCS_ASSETS := adapters/rest/reference/redoc.standalone.js adapters/rest/reference/redoc.standalone.js.LICENSE.txt
+
+docs-assets: ## copy the pinned Redoc standalone bundle (npm, lockfile) that GET /docs serves into adapters/rest/reference
+	npm ci --prefix tools/docs-assets --no-audit --no-fund --ignore-scripts
+	cp tools/docs-assets/node_modules/redoc/bundles/redoc.standalone.js tools/docs-assets/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt adapters/rest/reference/
+
+check-docs-assets: docs-assets ## fail when make docs-assets changes the committed Redoc bundle
+	@git diff --exit-code -- $(DOCS_ASSETS) || { echo "check-docs-assets: run make docs-assets and commit the result"; exit 1; }
 
 webhook-verify: ## install the standardwebhooks npm package into tools/webhook-verify (the webhook signature tests use it)
 	npm ci --prefix tools/webhook-verify --no-audit --no-fund
