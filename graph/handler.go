@@ -12,7 +12,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/gin-gonic/gin"
 	"github.com/vektah/gqlparser/v2/ast"
 
@@ -98,15 +97,17 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) {
 	o.defaults()
 	api := edge.API(Path, renderHTTPError)
 	h := &httpHandler{gql: NewServer(a, o), app: a, wait: o.LoaderWait, api: api}
-	graphiql := playground.Handler("Worktrack GraphQL", Path)
+	graphiql := graphiqlFile("index.html", "text/html; charset=utf-8")
 	servePage := func(c *gin.Context) {
 		if acceptsHTML(c.Request) {
-			graphiql(c.Writer, c.Request)
+			graphiql(c)
 			c.Abort()
 		}
 	}
 
 	e := edge.Engine()
+	e.GET(GraphiQLAssetPath+"/graphiql.js", graphiqlFile("graphiql.js", "text/javascript; charset=utf-8"))
+	e.GET(GraphiQLAssetPath+"/graphiql.css", graphiqlFile("graphiql.css", "text/css; charset=utf-8"))
 	e.POST(Path, api.Chain(h.serve)...)
 	e.GET(Path, append([]gin.HandlerFunc{servePage}, api.Chain(h.methodNotAllowed)...)...)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
