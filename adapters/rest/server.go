@@ -58,6 +58,8 @@ func Mount(edge *httpedge.Edge, a *app.App, opts Options) *Server {
 	v1.POST("/webhooks/:webhookId/rotate_secret", s.handle(s.rotateWebhookSecret))
 	v1.GET("/webhooks/:webhookId/deliveries", s.handle(s.listDeliveries))
 	v1.POST("/webhooks/:webhookId/deliveries/:deliveryId/redeliver", s.handle(s.redeliver))
+	v1.GET("/events", s.handle(s.listEvents))
+	v1.GET("/events/:eventId", s.handle(s.getEvent))
 	return s
 }
 

@@ -3,20 +3,35 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
 
 type eventRow struct {
-	ID          string `gorm:"column:id;primaryKey"`
-	WorkspaceID string `gorm:"column:workspace_id"`
-	Type        string `gorm:"column:type"`
-	CreatedAt   Time   `gorm:"column:created_at"`
-	Payload     []byte `gorm:"column:payload"`
+	ID          string  `gorm:"column:id;primaryKey"`
+	WorkspaceID string  `gorm:"column:workspace_id"`
+	Type        string  `gorm:"column:type"`
+	ProjectID   *string `gorm:"column:project_id"`
+	CreatedAt   Time    `gorm:"column:created_at"`
+	Seq         *int64  `gorm:"column:seq"`
+	Payload     []byte  `gorm:"column:payload"`
 }
 
 func (eventRow) TableName() string { return "events" }
+
+func eventFromRow(r eventRow) domain.LoggedEvent {
+	e := domain.LoggedEvent{ID: r.ID, WorkspaceID: r.WorkspaceID, Type: domain.EventType(r.Type),
+		CreatedAt: time.Time(r.CreatedAt), Payload: r.Payload}
+	if r.ProjectID != nil {
+		e.ProjectID = *r.ProjectID
+	}
+	if r.Seq != nil {
+		e.Seq = *r.Seq
+	}
+	return e
+}
 
 // EventStore keeps the event log.
 type EventStore struct{ db *DB }
@@ -26,11 +41,120 @@ var _ ports.EventStore = (*EventStore)(nil)
 // Events is the event repository of db.
 func (db *DB) Events() *EventStore { return &EventStore{db: db} }
 
-// CreateEvent inserts e with its payload bytes, as they are.
+// CreateEvent inserts e with its payload bytes, as they are, without a log
+// position: PositionEvents gives it one after it commits.
 func (s *EventStore) CreateEvent(ctx context.Context, e domain.Event, payload []byte) error {
 	row := eventRow{ID: e.ID, WorkspaceID: e.WorkspaceID, Type: string(e.Type), CreatedAt: Time(e.CreatedAt), Payload: payload}
+	if p := e.ProjectID(); p != "" {
+		row.ProjectID = &p
+	}
 	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("store: create event: %w", err)
 	}
 	return nil
+}
+
+// positionBatch bounds one sequencer transaction.
+const positionBatch = 5000
+
+// PositionEvents is the sequencer. In one transaction it locks the counter
+// row (PostgreSQL: FOR UPDATE, so sequencers of every process take turns;
+// SQLite: its write transaction already excludes every other writer),
+// gives the committed events without a position the next ones, in
+// (created_at, id) order among themselves, and moves the counter on.
+//
+// Why this cannot skip or repeat: a transaction's events become visible to
+// the sequencer only once it has committed, and each sequencer run hands out
+// positions above every position handed out before it. So an event that
+// commits after a reader has read up to position N is positioned later, above
+// N, and a reader resuming after N finds it; positions never change once
+// given. Readers see only positioned events, and a run's positions appear at
+// once (one transaction), so a reader never sees N+2 without N+1.
+func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
+	var pending int64
+	if err := s.db.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM events WHERE seq IS NULL LIMIT 1) AS p").Scan(&pending).Error; err != nil {
+		return 0, fmt.Errorf("store: position events: %w", err)
+	}
+	if pending == 0 {
+		return 0, nil
+	}
+	var total int64
+	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		lock := "SELECT last FROM event_sequence WHERE id = 1"
+		if s.db.dialect == DialectPostgres {
+			lock += " FOR UPDATE"
+		}
+		var last int64
+		if err := s.db.conn(ctx).Raw(lock).Scan(&last).Error; err != nil {
+			return err
+		}
+		res := s.db.conn(ctx).Exec(`UPDATE events SET seq = ? + next.n
+FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n
+      FROM (SELECT id, created_at FROM events WHERE seq IS NULL ORDER BY created_at, id LIMIT ?) AS oldest) AS next
+WHERE events.id = next.id`, last, positionBatch)
+		if res.Error != nil {
+			return res.Error
+		}
+		total = res.RowsAffected
+		if total == 0 {
+			return nil
+		}
+		return s.db.conn(ctx).Exec("UPDATE event_sequence SET last = ? WHERE id = 1", last+total).Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: position events: %w", err)
+	}
+	return total, nil
+}
+
+// ListEvents lists positioned events in log order after f.AfterSeq.
+func (s *EventStore) ListEvents(ctx context.Context, f ports.EventFilter) ([]domain.LoggedEvent, error) {
+	q := s.db.conn(ctx).Where("workspace_id = ? AND seq IS NOT NULL AND seq > ?", f.WorkspaceID, f.AfterSeq)
+	if f.Type != nil {
+		q = q.Where("type = ?", string(*f.Type))
+	}
+	if f.ProjectID != nil {
+		q = q.Where("project_id = ?", *f.ProjectID)
+	}
+	var rows []eventRow
+	if err := q.Order("seq").Limit(f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list events: %w", err)
+	}
+	return mapRows(rows, eventFromRow), nil
+}
+
+// FindEvent returns a positioned event of the workspace.
+func (s *EventStore) FindEvent(ctx context.Context, workspaceID, id string) (domain.LoggedEvent, error) {
+	var row eventRow
+	err := s.db.conn(ctx).Where("workspace_id = ? AND id = ? AND seq IS NOT NULL", workspaceID, id).Take(&row).Error
+	if err != nil {
+		return domain.LoggedEvent{}, notFoundOr(err, "event", id)
+	}
+	return eventFromRow(row), nil
+}
+
+// PurgeEvents deletes up to limit events created before cutoff that have no
+// pending delivery, and their (finished) deliveries, in one transaction.
+func (s *EventStore) PurgeEvents(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	var n int64
+	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		var ids []string
+		err := s.db.conn(ctx).Raw(`SELECT e.id FROM events e
+WHERE e.created_at < ? AND NOT EXISTS (
+  SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
+ORDER BY e.created_at LIMIT ?`, Time(cutoff), limit).Scan(&ids).Error
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		if err := s.db.conn(ctx).Exec("DELETE FROM webhook_deliveries WHERE event_id IN ? AND status <> 'pending'", ids).Error; err != nil {
+			return err
+		}
+		res := s.db.conn(ctx).Exec("DELETE FROM events WHERE id IN ?", ids)
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: purge events: %w", err)
+	}
+	return n, nil
 }

@@ -45,6 +45,9 @@ type Config struct {
 	LogLevel  slog.Level
 	// MetricsToken, when set, is the bearer token GET /metrics requires.
 	MetricsToken string
+	// EventRetention is how long the event log keeps an event (longer
+	// while a delivery of it is pending).
+	EventRetention time.Duration
 }
 
 // configHelp is the environment `serve --help` lists: every variable
@@ -69,6 +72,7 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_SHUTDOWN_TIMEOUT        after SIGTERM/SIGINT, time for work in flight to finish (default 30s)
   WORKTRACK_LOG_FORMAT              text or json (default: text on a terminal, else json)
   WORKTRACK_LOG_LEVEL               debug, info, warn or error (default info)
+  WORKTRACK_EVENT_RETENTION         how long the event log keeps an event (default 720h; not shorter than the retry window)
   WORKTRACK_METRICS_TOKEN           GET /metrics then needs "Authorization: Bearer <token>" (default: open)
   WORKTRACK_PPROF_ADDR              serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060 (default off)
 
@@ -185,6 +189,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		LogFormat:           e.oneOf("WORKTRACK_LOG_FORMAT", "", logText, logJSON),
 		LogLevel:            e.level("WORKTRACK_LOG_LEVEL"),
 		MetricsToken:        e.str("WORKTRACK_METRICS_TOKEN", ""),
+		EventRetention:      e.duration("WORKTRACK_EVENT_RETENTION", 720*time.Hour),
 	}
 	if e.err != nil {
 		return c, e.err
@@ -195,6 +200,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 			name = "WORKTRACK_TLS_CERT"
 		}
 		return c, &configError{name, "must be set together with the other half of the TLS pair (WORKTRACK_TLS_CERT, WORKTRACK_TLS_KEY)"}
+	}
+	if c.EventRetention < c.WebhookRetryWindow {
+		return c, &configError{"WORKTRACK_EVENT_RETENTION", "must not be shorter than WORKTRACK_WEBHOOK_RETRY_WINDOW (an event must outlive its deliveries' retries)"}
 	}
 	if c.WebhookBackoffBase > c.WebhookBackoffMax {
 		return c, &configError{"WORKTRACK_WEBHOOK_BACKOFF_BASE", "must not exceed WORKTRACK_WEBHOOK_BACKOFF_MAX"}

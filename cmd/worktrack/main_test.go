@@ -238,6 +238,7 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"WORKTRACK_ADDR=256.0.0.1:99999"}, "WORKTRACK_ADDR"},
 		{[]string{"WORKTRACK_SHUTDOWN_TIMEOUT=never"}, "WORKTRACK_SHUTDOWN_TIMEOUT"},
 		{[]string{"WORKTRACK_LOG_FORMAT=xml"}, "WORKTRACK_LOG_FORMAT"},
+		{[]string{"WORKTRACK_EVENT_RETENTION=1h"}, "WORKTRACK_EVENT_RETENTION"},
 		{[]string{"WORKTRACK_LOG_LEVEL=verbose"}, "WORKTRACK_LOG_LEVEL"},
 		{[]string{"DATABASE_URL=sqlite:/missing/dir/x.db"}, "directory \"/missing/dir\" of \"/missing/dir/x.db\" does not exist"},
 	} {

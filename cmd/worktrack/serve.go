@@ -18,6 +18,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/graph"
 )
 
@@ -139,6 +140,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go purgeIdempotencyKeys(ctx, db.Idempotency(), log)
+	go purgeEvents(ctx, a, cfg.EventRetention, log)
 	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
 	fmt.Fprintf(stderr, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  GraphQL: %s/graphql\n  Health:  %s/healthz\nStop with Ctrl-C.\n\n",
 		base, base, base, base, base)
@@ -212,6 +214,38 @@ func purgeIdempotencyKeys(ctx context.Context, s httpedge.IdempotencyStore, log 
 			}
 		} else if n > 0 {
 			log.Info("purged idempotency keys", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// purgeEvents deletes events past retention (except those with a pending
+// delivery), in batches, at start and then hourly, until ctx ends.
+func purgeEvents(ctx context.Context, a *app.App, retention time.Duration, log *slog.Logger) {
+	const batch = 1000
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		var total int64
+		for ctx.Err() == nil {
+			n, err := a.Events.Purge(ctx, retention, batch)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("purging the event log", "error", err.Error())
+				}
+				break
+			}
+			total += n
+			if n < batch {
+				break
+			}
+		}
+		if total > 0 {
+			log.Info("purged events past retention", "count", total, "retention", retention.String())
 		}
 		select {
 		case <-ctx.Done():

@@ -43,6 +43,7 @@ type App struct {
 	Tasks    *Tasks
 	Admin    *Admin
 	Webhooks *Webhooks
+	Events   *Events
 
 	// What NewDispatcher needs besides its sender and watcher.
 	tx         ports.Transactor
@@ -89,7 +90,8 @@ func New(d Deps, opts AuthOptions) *App {
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
 			Addresses: d.Addresses, Wake: wake,
 		}),
-		tx: tx, clock: d.Clock, webhooks: d.Webhooks, deliveries: d.Deliveries, wake: wake,
+		Events: NewEvents(EventsDeps{Log: d.EventLog, Projects: d.Projects, Clock: d.Clock}),
+		tx:     tx, clock: d.Clock, webhooks: d.Webhooks, deliveries: d.Deliveries, wake: wake,
 	}
 }
 

@@ -38,3 +38,38 @@ type Event struct {
 	Data        any
 	Previous    Changes
 }
+
+// ProjectID is the project the event concerns: the project itself, or the
+// task's project.
+func (e Event) ProjectID() string {
+	switch d := e.Data.(type) {
+	case Task:
+		return d.ProjectID
+	case Project:
+		return d.ID
+	}
+	return ""
+}
+
+// LoggedEvent is an event as the event log holds it: its log position (Seq,
+// assigned after it committed, in commit order) and the exact JSON document
+// its deliveries carry.
+type LoggedEvent struct {
+	ID          string
+	WorkspaceID string
+	Type        EventType
+	ProjectID   string
+	CreatedAt   time.Time
+	Seq         int64
+	Payload     []byte
+}
+
+// Position of a logged event in its lists: the log is ordered by position,
+// not by created_at. The position takes the place of the instant in the
+// cursor (the cursor format is every list's).
+func (e LoggedEvent) Position() Position {
+	return Position{CreatedAt: time.UnixMicro(e.Seq).UTC(), ID: e.ID}
+}
+
+// LogSeq is the log position a cursor of the event log names.
+func LogSeq(p Position) int64 { return p.CreatedAt.UnixMicro() }

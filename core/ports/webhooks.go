@@ -48,6 +48,29 @@ type EventStore interface {
 	// the event sends (rendered once, so that every attempt and every
 	// redelivery is byte-identical). Call it inside the change's transaction.
 	CreateEvent(ctx context.Context, e domain.Event, payload []byte) error
+	// PositionEvents gives the committed events that have no log position
+	// yet the next positions, one sequencer at a time, so that positions
+	// follow commit order; it returns how many it positioned. Readers call
+	// it before reading, so that they see what committed before them.
+	PositionEvents(ctx context.Context) (int64, error)
+	// ListEvents lists a workspace's positioned events in log order after
+	// f.AfterSeq, filtered.
+	ListEvents(ctx context.Context, f EventFilter) ([]domain.LoggedEvent, error)
+	// FindEvent returns a workspace's positioned event, or resource_not_found.
+	FindEvent(ctx context.Context, workspaceID, id string) (domain.LoggedEvent, error)
+	// PurgeEvents deletes up to limit events created before cutoff, with
+	// their deliveries, except events with a pending delivery; it returns
+	// how many events it deleted.
+	PurgeEvents(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+}
+
+// EventFilter selects events of one workspace, a page at a time.
+type EventFilter struct {
+	WorkspaceID string
+	AfterSeq    int64
+	Type        *domain.EventType
+	ProjectID   *string
+	Limit       int // rows to return; callers ask for one more than a page
 }
 
 // PayloadRenderer renders the webhook payload of an event: the public JSON

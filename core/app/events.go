@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// Events reads the event log: every event of the caller's workspace, in
+// log order (the order the changes committed in), for any role.
+type Events struct{ d EventsDeps }
+
+// EventsDeps are the ports Events uses.
+type EventsDeps struct {
+	Log      ports.EventStore
+	Projects ports.ProjectStore
+	Clock    ports.Clock
+}
+
+// NewEvents makes the event log's use cases.
+func NewEvents(d EventsDeps) *Events {
+	mustHave(map[string]any{"Log": d.Log, "Projects": d.Projects, "Clock": d.Clock})
+	return &Events{d: d}
+}
+
+// EventListRequest is a page of the log: after a cursor, or after the
+// event StartingAfter (not both), optionally filtered by type and project.
+type EventListRequest struct {
+	Page          domain.PageRequest
+	Type          *string
+	ProjectID     *string
+	StartingAfter *string
+}
+
+func eventListScope(workspaceID string, typ, project *string) string {
+	s := "events:" + workspaceID
+	if typ != nil {
+		s += ":type=" + *typ
+	}
+	if project != nil {
+		s += ":project=" + *project
+	}
+	return s
+}
+
+// List returns a page of the log. Events that committed before the call
+// are in it: the log is positioned first.
+func (s *Events) List(ctx context.Context, a domain.Actor, r EventListRequest) (domain.Page[domain.LoggedEvent], error) {
+	var none domain.Page[domain.LoggedEvent]
+	if err := a.Require(domain.PermRead); err != nil {
+		return none, err
+	}
+	k, err := r.Page.Keyset(eventListScope(a.WorkspaceID, r.Type, r.ProjectID))
+	if err != nil {
+		return none, err
+	}
+	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows()}
+	if r.Type != nil {
+		t, err := domain.ParseEventType("type", *r.Type)
+		if err != nil {
+			return none, err
+		}
+		f.Type = &t
+	}
+	if r.ProjectID != nil {
+		if !domain.IsID(*r.ProjectID, domain.PrefixProject) {
+			return none, domain.Invalid("project_id", "Must be the id of a project of this workspace.")
+		}
+		if _, err := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, *r.ProjectID); err != nil {
+			if domain.IsCode(err, domain.CodeNotFound) {
+				return none, domain.Invalid("project_id", "Must be the id of a project of this workspace.")
+			}
+			return none, err
+		}
+		f.ProjectID = r.ProjectID
+	}
+	if _, err := s.d.Log.PositionEvents(ctx); err != nil {
+		return none, err
+	}
+	switch {
+	case r.StartingAfter != nil && r.Page.Cursor != "":
+		return none, domain.Invalid("starting_after", "Send either starting_after or cursor, not both.")
+	case r.StartingAfter != nil:
+		after, err := s.find(ctx, a, *r.StartingAfter)
+		if err != nil {
+			if domain.IsCode(err, domain.CodeNotFound) {
+				return none, domain.Invalid("starting_after", "Must be the id of an event of this workspace still in the log.")
+			}
+			return none, err
+		}
+		f.AfterSeq = after.Seq
+	case k.After != nil:
+		f.AfterSeq = domain.LogSeq(*k.After)
+	}
+	events, err := s.d.Log.ListEvents(ctx, f)
+	if err != nil {
+		return none, err
+	}
+	return domain.NewPage(events, k, domain.LoggedEvent.Position), nil
+}
+
+// Get returns one event of the caller's workspace.
+func (s *Events) Get(ctx context.Context, a domain.Actor, id string) (domain.LoggedEvent, error) {
+	if err := a.Require(domain.PermRead); err != nil {
+		return domain.LoggedEvent{}, err
+	}
+	if _, err := s.d.Log.PositionEvents(ctx); err != nil {
+		return domain.LoggedEvent{}, err
+	}
+	return s.find(ctx, a, id)
+}
+
+func (s *Events) find(ctx context.Context, a domain.Actor, id string) (domain.LoggedEvent, error) {
+	if !domain.IsID(id, domain.PrefixEvent) {
+		return domain.LoggedEvent{}, domain.NotFound("event", id)
+	}
+	return s.d.Log.FindEvent(ctx, a.WorkspaceID, id)
+}
+
+// Purge deletes up to limit events older than retention, except those with
+// a pending delivery, and returns how many it deleted.
+func (s *Events) Purge(ctx context.Context, retention time.Duration, limit int) (int64, error) {
+	return s.d.Log.PurgeEvents(ctx, s.d.Clock.Now().Add(-retention), limit)
+}
