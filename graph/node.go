@@ -21,6 +21,8 @@ func (r *queryResolver) node(ctx context.Context, id string) (model.Node, error)
 		return ptr(r.App.Tasks.Get(ctx, a, id))
 	case domain.IsID(id, domain.PrefixWebhook):
 		return ptr(r.App.Webhooks.Get(ctx, a, id))
+	case domain.IsID(id, domain.PrefixEvent):
+		return ptr(r.App.Events.Get(ctx, a, id))
 	}
 	return nil, domain.NotFound("object", id)
 }

@@ -2,10 +2,32 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 
+	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/model"
 )
+
+func (r *eventResolver) Task(ctx context.Context, obj *domain.LoggedEvent) (*domain.Task, error) {
+	return eventTask(obj)
+}
+
+func (r *eventResolver) Project(ctx context.Context, obj *domain.LoggedEvent) (*domain.Project, error) {
+	return eventProject(obj)
+}
+
+func (r *eventResolver) PreviousAttributes(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error) {
+	d, err := documentOf(obj)
+	if err != nil || len(d.PreviousAttributes) == 0 {
+		return nil, err
+	}
+	return d.PreviousAttributes, nil
+}
+
+func (r *eventResolver) Payload(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error) {
+	return obj.Payload, nil
+}
 
 func (r *mutationResolver) CreateProject(ctx context.Context, input model.CreateProjectInput) (*domain.Project, error) {
 	p, err := r.App.Projects.Create(ctx, actor(ctx), createProjectFields(input))
@@ -152,6 +174,18 @@ func (r *queryResolver) Webhook(ctx context.Context, id string) (*domain.Webhook
 	return &w, nil
 }
 
+func (r *queryResolver) Events(ctx context.Context, first *int, after *string, types []domain.EventType, projectID *string) (*model.EventConnection, error) {
+	req := app.EventListRequest{Page: pageRequest(first, after), TypesParam: "types", ProjectID: projectID}
+	for _, t := range types {
+		req.Types = append(req.Types, string(t))
+	}
+	page, err := r.App.Events.List(ctx, actor(ctx), req)
+	if err != nil {
+		return nil, err
+	}
+	return eventConnection(page), nil
+}
+
 func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
 	return r.node(ctx, id)
 }
@@ -175,6 +209,8 @@ func (r *taskResolver) Assignee(ctx context.Context, obj *domain.Task) (*domain.
 	return &u, nil
 }
 
+func (r *Resolver) Event() EventResolver { return &eventResolver{r} }
+
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Project() ProjectResolver { return &projectResolver{r} }
@@ -184,6 +220,7 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Task() TaskResolver { return &taskResolver{r} }
 
 type (
+	eventResolver    struct{ *Resolver }
 	mutationResolver struct{ *Resolver }
 	projectResolver  struct{ *Resolver }
 	queryResolver    struct{ *Resolver }

@@ -21,7 +21,10 @@ func (s *Server) listEvents(c *gin.Context) error {
 		return err
 	}
 	r := app.EventListRequest{Page: req}
-	for name, dst := range map[string]**string{"type": &r.Type, "project_id": &r.ProjectID, "starting_after": &r.StartingAfter} {
+	if v, ok := c.GetQuery("type"); ok {
+		r.Types = []string{v}
+	}
+	for name, dst := range map[string]**string{"project_id": &r.ProjectID, "starting_after": &r.StartingAfter} {
 		if v, ok := c.GetQuery(name); ok {
 			*dst = &v
 		}

@@ -110,8 +110,12 @@ WHERE events.id = next.id`, last, positionBatch)
 // ListEvents lists positioned events in log order after f.AfterSeq.
 func (s *EventStore) ListEvents(ctx context.Context, f ports.EventFilter) ([]domain.LoggedEvent, error) {
 	q := s.db.conn(ctx).Where("workspace_id = ? AND seq IS NOT NULL AND seq > ?", f.WorkspaceID, f.AfterSeq)
-	if f.Type != nil {
-		q = q.Where("type = ?", string(*f.Type))
+	if len(f.Types) > 0 {
+		types := make([]string, len(f.Types))
+		for i, t := range f.Types {
+			types[i] = string(t)
+		}
+		q = q.Where("type IN ?", types)
 	}
 	if f.ProjectID != nil {
 		q = q.Where("project_id = ?", *f.ProjectID)

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -28,16 +31,24 @@ func NewEvents(d EventsDeps) *Events {
 // EventListRequest is a page of the log: after a cursor, or after the
 // event StartingAfter (not both), optionally filtered by type and project.
 type EventListRequest struct {
-	Page          domain.PageRequest
-	Type          *string
+	Page domain.PageRequest
+	// Types keeps the events of any of these types (REST sends one, param
+	// "type"; GraphQL a list, param "types"); empty keeps every type.
+	Types         []string
+	TypesParam    string
 	ProjectID     *string
 	StartingAfter *string
 }
 
-func eventListScope(workspaceID string, typ, project *string) string {
+func eventListScope(workspaceID string, types []domain.EventType, project *string) string {
 	s := "events:" + workspaceID
-	if typ != nil {
-		s += ":type=" + *typ
+	if len(types) > 0 {
+		names := make([]string, len(types))
+		for i, t := range types {
+			names[i] = string(t)
+		}
+		slices.Sort(names)
+		s += ":types=" + strings.Join(names, ",")
 	}
 	if project != nil {
 		s += ":project=" + *project
@@ -52,18 +63,21 @@ func (s *Events) List(ctx context.Context, a domain.Actor, r EventListRequest) (
 	if err := a.Require(domain.PermRead); err != nil {
 		return none, err
 	}
-	k, err := r.Page.Keyset(eventListScope(a.WorkspaceID, r.Type, r.ProjectID))
-	if err != nil {
-		return none, err
-	}
-	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows()}
-	if r.Type != nil {
-		t, err := domain.ParseEventType("type", *r.Type)
+	var types []domain.EventType
+	for _, name := range r.Types {
+		t, err := domain.ParseEventType(cmp.Or(r.TypesParam, "type"), name)
 		if err != nil {
 			return none, err
 		}
-		f.Type = &t
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
 	}
+	k, err := r.Page.Keyset(eventListScope(a.WorkspaceID, types, r.ProjectID))
+	if err != nil {
+		return none, err
+	}
+	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows(), Types: types}
 	if r.ProjectID != nil {
 		if !domain.IsID(*r.ProjectID, domain.PrefixProject) {
 			return none, domain.Invalid("project_id", "Must be the id of a project of this workspace.")

@@ -68,7 +68,7 @@ type EventStore interface {
 type EventFilter struct {
 	WorkspaceID string
 	AfterSeq    int64
-	Type        *domain.EventType
+	Types       []domain.EventType // any of them; empty: every type
 	ProjectID   *string
 	Limit       int // rows to return; callers ask for one more than a page
 }

@@ -33,6 +33,17 @@ type CreateWebhookInput struct {
 	Events []domain.EventType `json:"events"`
 }
 
+type EventConnection struct {
+	Edges    []EventEdge          `json:"edges"`
+	Nodes    []domain.LoggedEvent `json:"nodes"`
+	PageInfo *PageInfo            `json:"pageInfo"`
+}
+
+type EventEdge struct {
+	Cursor string              `json:"cursor"`
+	Node   *domain.LoggedEvent `json:"node"`
+}
+
 type Mutation struct {
 }
 

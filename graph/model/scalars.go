@@ -4,6 +4,7 @@
 package model
 
 import (
+	"encoding/json"
 	"io"
 	"strconv"
 	"time"
@@ -32,4 +33,27 @@ func UnmarshalDateTime(v any) (time.Time, error) {
 		}
 	}
 	return time.Time{}, domain.Invalid("", "Expected an RFC 3339 date-time, e.g. 2026-01-02T15:04:05Z.")
+}
+
+// JSON is a JSON value passed through as its bytes.
+type JSON = json.RawMessage
+
+// MarshalJSON writes the value's bytes as they are.
+func MarshalJSON(v json.RawMessage) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		if len(v) == 0 {
+			_, _ = io.WriteString(w, "null")
+			return
+		}
+		_, _ = w.Write(v)
+	})
+}
+
+// UnmarshalJSON accepts any JSON value (the schema takes none as input).
+func UnmarshalJSON(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, domain.Invalid("", "Expected a JSON value.")
+	}
+	return b, nil
 }
