@@ -142,8 +142,8 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	go purgeIdempotencyKeys(ctx, db.Idempotency(), log)
 	go purgeEvents(ctx, a, cfg.EventRetention, log)
 	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
-	fmt.Fprintf(stderr, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  GraphQL: %s/graphql\n  Health:  %s/healthz\nStop with Ctrl-C.\n\n",
-		base, base, base, base, base)
+	fmt.Fprintf(stderr, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  Docs:    %s/docs   (OpenAPI: %s/v1/openapi.json)\n  GraphQL: %s/graphql   (GraphiQL in a browser)\n  Health:  %s/healthz   Metrics: %s/metrics\nStop with Ctrl-C.\n\n",
+		base, base, base, base, base, base, base, base)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
