@@ -60,8 +60,11 @@ const positionBatch = 5000
 // PositionEvents is the sequencer. In one transaction it locks the counter
 // row (PostgreSQL: FOR UPDATE, so sequencers of every process take turns;
 // SQLite: its write transaction already excludes every other writer),
-// gives the committed events without a position the next ones, in
-// (created_at, id) order among themselves, and moves the counter on.
+// gives the committed events without a position the next ones, in the
+// order they were inserted (PostgreSQL: a bigserial; SQLite: the rowid),
+// and moves the counter on. Events of changes made one after another are
+// thus positioned in commit order whatever the clocks say; concurrent
+// transactions have no commit order a client could observe.
 //
 // Why this cannot skip or repeat: a transaction's events become visible to
 // the sequencer only once it has committed, and each sequencer run hands out
@@ -88,9 +91,13 @@ func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
 		if err := s.db.conn(ctx).Raw(lock).Scan(&last).Error; err != nil {
 			return err
 		}
+		order := "inserted" // a bigserial: insertion order
+		if s.db.dialect == DialectSQLite {
+			order = "rowid"
+		}
 		res := s.db.conn(ctx).Exec(`UPDATE events SET seq = ? + next.n
-FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n
-      FROM (SELECT id, created_at FROM events WHERE seq IS NULL ORDER BY created_at, id LIMIT ?) AS oldest) AS next
+FROM (SELECT id, row_number() OVER (ORDER BY ord) AS n
+      FROM (SELECT id, `+order+` AS ord FROM events WHERE seq IS NULL ORDER BY `+order+` LIMIT ?) AS oldest) AS next
 WHERE events.id = next.id`, last, positionBatch)
 		if res.Error != nil {
 			return res.Error

@@ -19,7 +19,7 @@ type commitHooksKey struct{}
 
 type commitHooks struct {
 	mu  sync.Mutex
-	fns []func(ctx context.Context)
+	fns []func()
 }
 
 // InTx runs fn in a transaction of the inner Transactor, then, if it
@@ -37,7 +37,7 @@ func (t hookedTx) InTx(ctx context.Context, fn func(ctx context.Context) error) 
 	fns := h.fns
 	h.mu.Unlock()
 	for _, f := range fns {
-		f(ctx) // the caller's context: the transaction is over
+		f()
 	}
 	return nil
 }
@@ -45,15 +45,9 @@ func (t hookedTx) InTx(ctx context.Context, fn func(ctx context.Context) error) 
 // afterCommit runs fn once the transaction in ctx commits; outside a
 // hooked transaction it runs fn at once.
 func afterCommit(ctx context.Context, fn func()) {
-	afterCommitCtx(ctx, func(context.Context) { fn() })
-}
-
-// afterCommitCtx is afterCommit for work that needs a context: fn gets
-// the context the transaction was started with, outside the transaction.
-func afterCommitCtx(ctx context.Context, fn func(ctx context.Context)) {
 	h, ok := ctx.Value(commitHooksKey{}).(*commitHooks)
 	if !ok {
-		fn(ctx)
+		fn()
 		return
 	}
 	h.mu.Lock()

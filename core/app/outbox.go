@@ -40,13 +40,6 @@ func (o *outbox) RecordEvent(ctx context.Context, e domain.Event) error {
 	if err := o.events.CreateEvent(ctx, e, payload); err != nil {
 		return err
 	}
-	// Give the event its log position as soon as it has committed, so the
-	// log follows commit order; an event left without one (a crash in
-	// between) is positioned by the next reader or writer. A failure here
-	// is not the change's: it committed.
-	afterCommitCtx(ctx, func(ctx context.Context) {
-		_, _ = o.events.PositionEvents(context.WithoutCancel(ctx))
-	})
 	if len(hooks) == 0 {
 		return nil
 	}

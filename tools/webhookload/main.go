@@ -139,8 +139,8 @@ func printTable(rows []row) {
 	fmt.Printf("\nwebhooks (PostgreSQL, %d writers for %s; drains of %d deliveries)\n", *flagWriters, *flagDuration, *flagBacklog)
 	fmt.Printf("%8s %10s %15s %14s %9s %9s %13s %5s  %s\n",
 		"scenario", "creates/s", "deliv/s during", "deliv/s after", "p50", "p99", "backlog end", "dups", "notes")
-	ms := func(d time.Duration) string {
-		if d == 0 {
+	ms := func(r result, d time.Duration) string {
+		if r.deliveredWrite == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
@@ -159,9 +159,10 @@ func printTable(rows []row) {
 			}
 			backlog = fmt.Sprintf("%d (%.2fs)", r.pendingAtEnd, float64(r.pendingAtEnd)/max(r.createsPerSec, 1))
 		}
-		fmt.Printf("%8s %10.0f %15s %14s %9s %9s %13s %5d  %s\n", rw.name, r.createsPerSec, during, after, ms(r.p50), ms(r.p99), backlog, r.duplicates, rw.note)
+		fmt.Printf("%8s %10.0f %15s %14s %9s %9s %13s %5d  %s\n", rw.name, r.createsPerSec, during, after, ms(r, r.p50), ms(r, r.p99), backlog, r.duplicates, rw.note)
 	}
-	fmt.Println("  p50/p99: commit-to-receipt at the (first) fast receiver during the writes; backlog end: pending when the writes stopped")
+	fmt.Println("  p50/p99: commit-to-receipt at the (first) fast receiver during the writes, from the writer receiving its 201 (0 when the")
+	fmt.Println("  delivery arrived first); backlog end: pending when the writes stopped")
 	fmt.Println("  (seconds of creates); deliv/s after: that backlog over the time to drain it; dups: one webhook-id and attempt received twice")
 }
 

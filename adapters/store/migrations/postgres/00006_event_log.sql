@@ -7,6 +7,10 @@
 
 -- +goose Up
 ALTER TABLE events ADD COLUMN seq bigint;
+-- Insertion order: the sequencer positions the events of one run in this
+-- order, which for changes made one after another is their commit order
+-- whatever the clocks say.
+ALTER TABLE events ADD COLUMN inserted bigserial;
 ALTER TABLE events ADD COLUMN project_id text COLLATE "C";
 
 UPDATE events SET project_id = CASE
@@ -28,7 +32,7 @@ CREATE INDEX events_workspace_seq_idx ON events (workspace_id, seq) WHERE seq IS
 CREATE INDEX events_workspace_project_seq_idx ON events (workspace_id, project_id, seq) WHERE seq IS NOT NULL;
 CREATE INDEX events_workspace_type_seq_idx ON events (workspace_id, type, seq) WHERE seq IS NOT NULL;
 -- What the sequencer has still to position: few rows, so a small index.
-CREATE INDEX events_unpositioned_idx ON events (created_at, id) WHERE seq IS NULL;
+CREATE INDEX events_unpositioned_idx ON events (inserted) WHERE seq IS NULL;
 -- Retention: the oldest events first.
 CREATE INDEX events_created_idx ON events (created_at);
 CREATE INDEX webhook_deliveries_event_idx ON webhook_deliveries (event_id);

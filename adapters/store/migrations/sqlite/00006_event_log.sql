@@ -26,6 +26,8 @@ CREATE UNIQUE INDEX events_seq_idx ON events (seq);
 CREATE INDEX events_workspace_seq_idx ON events (workspace_id, seq) WHERE seq IS NOT NULL;
 CREATE INDEX events_workspace_project_seq_idx ON events (workspace_id, project_id, seq) WHERE seq IS NOT NULL;
 CREATE INDEX events_workspace_type_seq_idx ON events (workspace_id, type, seq) WHERE seq IS NOT NULL;
-CREATE INDEX events_unpositioned_idx ON events (created_at, id) WHERE seq IS NULL;
+-- The sequencer positions a run's events in rowid (insertion) order: with
+-- one writer at a time, that is their commit order.
+CREATE INDEX events_unpositioned_idx ON events (seq) WHERE seq IS NULL; -- entries in rowid order
 CREATE INDEX events_created_idx ON events (created_at);
 CREATE INDEX webhook_deliveries_event_idx ON webhook_deliveries (event_id);
