@@ -382,6 +382,11 @@ func (db *DB) notifyDeliveries(ctx context.Context) error {
 var channelExpr = strings.TrimSpace(`
 'worktrack_deliveries_' || substr(md5(current_database() || '/' || coalesce(current_schema(), '')), 1, 16)`)
 
+// eventChannelExpr names the channel on which the sequencer announces new
+// log positions, per database and schema like channelExpr.
+var eventChannelExpr = strings.TrimSpace(`
+'worktrack_events_' || substr(md5(current_database() || '/' || coalesce(current_schema(), '')), 1, 16)`)
+
 // Backlog counts the pending deliveries of every workspace and finds when
 // the oldest of them was created (ok false when none is pending), for the
 // operator's metrics.

@@ -106,7 +106,14 @@ WHERE events.id = next.id`, last, positionBatch)
 		if total == 0 {
 			return nil
 		}
-		return s.db.conn(ctx).Exec("UPDATE event_sequence SET last = ? WHERE id = 1", last+total).Error
+		if err := s.db.conn(ctx).Exec("UPDATE event_sequence SET last = ? WHERE id = 1", last+total).Error; err != nil {
+			return err
+		}
+		if s.db.dialect != DialectPostgres {
+			return nil
+		}
+		// Sent at commit: every process's live feed reads the new positions.
+		return s.db.conn(ctx).Exec("SELECT pg_notify(" + eventChannelExpr + ", '')").Error
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: position events: %w", err)
@@ -142,6 +149,25 @@ func (s *EventStore) FindEvent(ctx context.Context, workspaceID, id string) (dom
 		return domain.LoggedEvent{}, notFoundOr(err, "event", id)
 	}
 	return eventFromRow(row), nil
+}
+
+// LastPosition is the highest log position given so far.
+func (s *EventStore) LastPosition(ctx context.Context) (int64, error) {
+	var last int64
+	if err := s.db.conn(ctx).Raw("SELECT last FROM event_sequence WHERE id = 1").Scan(&last).Error; err != nil {
+		return 0, fmt.Errorf("store: last log position: %w", err)
+	}
+	return last, nil
+}
+
+// ReadLog lists positioned events of every workspace after afterSeq, in log
+// order (the unique index on seq).
+func (s *EventStore) ReadLog(ctx context.Context, afterSeq int64, limit int) ([]domain.LoggedEvent, error) {
+	var rows []eventRow
+	if err := s.db.conn(ctx).Where("seq > ?", afterSeq).Order("seq").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: read log: %w", err)
+	}
+	return mapRows(rows, eventFromRow), nil
 }
 
 // PurgeEvents deletes up to limit events created before cutoff that have no

@@ -10,7 +10,39 @@ import (
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-var _ ports.DeliveryWatcher = (*DB)(nil)
+var (
+	_ ports.DeliveryWatcher = (*DB)(nil)
+	_ ports.EventWatcher    = (*DB)(nil)
+)
+
+// EventPollInterval is how often WatchEvents wakes the live feed on SQLite,
+// which has no notifications: events other processes log reach subscribers
+// within it.
+const EventPollInterval = 250 * time.Millisecond
+
+// WatchEvents wakes the live feed when a process positions new events. On
+// PostgreSQL it LISTENs on the channel the sequencer notifies; on SQLite it
+// ticks every EventPollInterval.
+func (db *DB) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
+	if db.dialect != DialectPostgres {
+		out := make(chan struct{}, 1)
+		go func() {
+			defer close(out)
+			t := time.NewTicker(EventPollInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					wake(out)
+				}
+			}
+		}()
+		return out, nil
+	}
+	return db.watch(ctx, eventChannelExpr)
+}
 
 // WatchDeliveries wakes a dispatcher when another process commits new or
 // rescheduled deliveries. On PostgreSQL it LISTENs on the channel that
@@ -28,7 +60,15 @@ func (db *DB) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 		}()
 		return out, nil
 	}
-	conn, err := db.listen(ctx)
+	return db.watch(ctx, channelExpr)
+}
+
+// watch LISTENs on the channel that channel (an SQL expression) names, over
+// a connection of its own, reconnecting after a failure and waking the
+// watcher then, since notifications sent while it was away are lost.
+func (db *DB) watch(ctx context.Context, channel string) (<-chan struct{}, error) {
+	out := make(chan struct{}, 1)
+	conn, err := db.listen(ctx, channel)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +83,7 @@ func (db *DB) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			_ = conn.Close(closeCtx)
 			cancel()
-			if conn = db.relisten(ctx); conn == nil {
+			if conn = db.relisten(ctx, channel); conn == nil {
 				return
 			}
 			wake(out)
@@ -53,7 +93,7 @@ func (db *DB) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 }
 
 // relisten reconnects every second until it succeeds or ctx ends (nil).
-func (db *DB) relisten(ctx context.Context) *pgx.Conn {
+func (db *DB) relisten(ctx context.Context, channel string) *pgx.Conn {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -62,27 +102,27 @@ func (db *DB) relisten(ctx context.Context) *pgx.Conn {
 			return nil
 		case <-t.C:
 		}
-		if conn, err := db.listen(ctx); err == nil {
+		if conn, err := db.listen(ctx, channel); err == nil {
 			return conn
 		}
 	}
 }
 
 // listen opens a connection with the pool's settings (search_path included)
-// and LISTENs on this database's delivery channel.
-func (db *DB) listen(ctx context.Context) (*pgx.Conn, error) {
+// and LISTENs on the channel that channelSQL names.
+func (db *DB) listen(ctx context.Context, channelSQL string) (*pgx.Conn, error) {
 	conn, err := pgx.Connect(ctx, db.url)
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("store: listen for deliveries: %w", err))
+		return nil, unavailable(fmt.Errorf("store: listen: %w", err))
 	}
 	var channel string
-	if err := conn.QueryRow(ctx, "SELECT "+channelExpr).Scan(&channel); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT "+channelSQL).Scan(&channel); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("store: listen for deliveries: %w", err)
+		return nil, fmt.Errorf("store: listen: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("store: listen for deliveries: %w", err)
+		return nil, fmt.Errorf("store: listen on %s: %w", channel, err)
 	}
 	return conn, nil
 }

@@ -42,7 +42,8 @@ type WebhookStore interface {
 	DeleteWebhook(ctx context.Context, workspaceID, id string) error
 }
 
-// EventStore keeps the event log. Called by the outbox only.
+// EventStore keeps the event log: written by the outbox, read by the log's
+// readers (app.Events) and by the live feed of subscriptions (app.Live).
 type EventStore interface {
 	// CreateEvent inserts e with payload, the exact bytes every delivery of
 	// the event sends (rendered once, so that every attempt and every
@@ -51,13 +52,21 @@ type EventStore interface {
 	// PositionEvents gives the committed events that have no log position
 	// yet the next positions, one sequencer at a time, so that positions
 	// follow commit order; it returns how many it positioned. Readers call
-	// it before reading, so that they see what committed before them.
+	// it before reading, so that they see what committed before them. Where
+	// the database can, it wakes the event watchers of every process once it
+	// has positioned something.
 	PositionEvents(ctx context.Context) (int64, error)
 	// ListEvents lists a workspace's positioned events in log order after
 	// f.AfterSeq, filtered.
 	ListEvents(ctx context.Context, f EventFilter) ([]domain.LoggedEvent, error)
 	// FindEvent returns a workspace's positioned event, or resource_not_found.
 	FindEvent(ctx context.Context, workspaceID, id string) (domain.LoggedEvent, error)
+	// LastPosition is the highest log position given so far (0 for none).
+	LastPosition(ctx context.Context) (int64, error)
+	// ReadLog lists up to limit positioned events of every workspace after
+	// afterSeq, in log order: the live feed reads the log once per process
+	// and sorts the events out to its subscribers itself.
+	ReadLog(ctx context.Context, afterSeq int64, limit int) ([]domain.LoggedEvent, error)
 	// PurgeEvents deletes up to limit events created before cutoff, with
 	// their deliveries, except events with a pending delivery; it returns
 	// how many events it deleted.
@@ -169,6 +178,15 @@ type DeliveryStore interface {
 	// FailPendingDeliveries fails every pending delivery of a webhook, with
 	// reason as last_error, and returns how many.
 	FailPendingDeliveries(ctx context.Context, workspaceID, webhookID, reason string) (int64, error)
+}
+
+// EventWatcher tells the live feed about events other processes logged.
+type EventWatcher interface {
+	// WatchEvents returns a channel that receives a value (coalesced) soon
+	// after another process positions new events in the log (PositionEvents),
+	// and is closed when ctx ends. Where the database has no notifications it
+	// receives one every poll interval instead.
+	WatchEvents(ctx context.Context) (<-chan struct{}, error)
 }
 
 // DeliveryWatcher tells a dispatcher about deliveries committed by other
