@@ -18,8 +18,8 @@ func newApp(db *store.DB) *app.App {
 	return app.New(app.Deps{
 		Tx: db, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
 		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
-		Addresses: webhook.AddressChecker{},
-	}, app.AuthOptions{})
+		Addresses: webhook.AddressChecker{}, EventWatch: db,
+	}, app.Options{})
 }
 
 // Servers starting together on an empty database bootstrap it exactly once:

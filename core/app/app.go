@@ -33,6 +33,8 @@ type Deps struct {
 	Deliveries ports.DeliveryStore
 	Payloads   ports.PayloadRenderer
 	Addresses  ports.AddressChecker
+	// EventWatch tells the live feed of events other processes logged.
+	EventWatch ports.EventWatcher
 }
 
 // App is the set of services both APIs call.
@@ -44,6 +46,9 @@ type App struct {
 	Admin    *Admin
 	Webhooks *Webhooks
 	Events   *Events
+	// Live is the feed of subscriptions; LiveOptions configure it, and the
+	// composition root runs it (Live.Run).
+	Live *Live
 
 	// What NewDispatcher needs besides its sender and watcher.
 	tx         ports.Transactor
@@ -53,9 +58,15 @@ type App struct {
 	wake       *Signal // wakes this process's dispatchers after a commit
 }
 
+// Options tune the services; zero values take the defaults.
+type Options struct {
+	Auth AuthOptions
+	Live LiveOptions
+}
+
 // New wires the services over d. A nil Clock or IDs gets the system one;
 // any other missing port panics.
-func New(d Deps, opts AuthOptions) *App {
+func New(d Deps, o Options) *App {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
 	}
@@ -65,15 +76,15 @@ func New(d Deps, opts AuthOptions) *App {
 	mustHave(map[string]any{
 		"Tx": d.Tx, "Workspaces": d.Workspaces, "Users": d.Users, "Keys": d.Keys, "Projects": d.Projects,
 		"Tasks": d.Tasks, "Webhooks": d.Webhooks, "EventLog": d.EventLog, "Deliveries": d.Deliveries,
-		"Payloads": d.Payloads, "Addresses": d.Addresses,
+		"Payloads": d.Payloads, "Addresses": d.Addresses, "EventWatch": d.EventWatch,
 	})
-	wake := NewSignal()
+	wake, logged := NewSignal(), NewSignal()
 	tx := hookedTx{inner: d.Tx}
 	events := &outbox{
 		ids: d.IDs, webhooks: d.Webhooks, events: d.EventLog, deliveries: d.Deliveries,
-		payloads: d.Payloads, wake: wake,
+		payloads: d.Payloads, wake: wake, logged: logged,
 	}
-	auth := NewAuth(AuthDeps{Keys: d.Keys, Clock: d.Clock}, opts)
+	auth := NewAuth(AuthDeps{Keys: d.Keys, Clock: d.Clock}, o.Auth)
 	return &App{
 		Auth:  auth,
 		Users: NewUsers(UsersDeps{Users: d.Users}),
@@ -91,6 +102,7 @@ func New(d Deps, opts AuthOptions) *App {
 			Addresses: d.Addresses, Wake: wake,
 		}),
 		Events: NewEvents(EventsDeps{Log: d.EventLog, Projects: d.Projects, Clock: d.Clock}),
+		Live:   NewLive(LiveDeps{Log: d.EventLog, Projects: d.Projects, Watch: d.EventWatch}, logged, o.Live),
 		tx:     tx, clock: d.Clock, webhooks: d.Webhooks, deliveries: d.Deliveries, wake: wake,
 	}
 }

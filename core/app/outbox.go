@@ -20,6 +20,7 @@ type outbox struct {
 	deliveries ports.DeliveryStore
 	payloads   ports.PayloadRenderer
 	wake       *Signal
+	logged     *Signal // wakes the live feed after every commit of events
 }
 
 var _ ports.EventRecorder = (*outbox)(nil)
@@ -40,6 +41,7 @@ func (o *outbox) RecordEvent(ctx context.Context, e domain.Event) error {
 	if err := o.events.CreateEvent(ctx, e, payload); err != nil {
 		return err
 	}
+	afterCommit(ctx, o.logged.Notify)
 	if len(hooks) == 0 {
 		return nil
 	}

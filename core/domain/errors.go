@@ -22,6 +22,12 @@ const (
 	CodeInvalidStatusTransition Code = "invalid_status_transition"
 	CodeInternal                Code = "internal_error"
 	CodeUnavailable             Code = "service_unavailable"
+	// CodeTooManyRequests: past the key's rate limit, or the most
+	// subscriptions one key may hold at once.
+	CodeTooManyRequests Code = "too_many_requests"
+	// CodeSubscriberTooSlow ends a subscription that fell too far behind
+	// the events it was sent; it can resume after the last one it received.
+	CodeSubscriberTooSlow Code = "subscriber_too_slow"
 )
 
 // Error is the one error type of the core. Param names the request field or

@@ -1,0 +1,485 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// LiveOptions tune the live feed. Zero values take the defaults.
+type LiveOptions struct {
+	// MaxPerKey is how many subscriptions one API key holds at once in this
+	// process (20).
+	MaxPerKey int
+	// MaxBehind is how many of its events a subscriber may fall behind
+	// before its subscription ends with subscriber_too_slow (1,000).
+	MaxBehind int
+	// Window is how many of the newest events of the log the feed keeps in
+	// memory, for every subscriber to read from (4,096). A subscriber
+	// further behind, or resuming from an older event, reads the database.
+	Window int
+	// Poll is how often the feed looks at the log while it has subscribers,
+	// whatever the notifications say (1s): events reach subscribers within
+	// it even if a notification was lost.
+	Poll time.Duration
+	// Pause is the least time between two reads of the log (10ms): under a
+	// stream of commits the feed reads them in batches, not one by one.
+	Pause time.Duration
+	// Announce makes the feed position the events this process commits as
+	// soon as they commit, even without subscribers of its own, so that the
+	// database tells the other processes' feeds at once (PositionEvents
+	// notifies on PostgreSQL). Without it they find them at their next poll.
+	Announce bool
+	// Logger receives the feed's failures to read the log.
+	Logger *slog.Logger
+}
+
+func (o *LiveOptions) defaults() {
+	if o.MaxPerKey <= 0 {
+		o.MaxPerKey = 20
+	}
+	if o.MaxBehind <= 0 {
+		o.MaxBehind = 1000
+	}
+	if o.Window <= 0 {
+		o.Window = 4096
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Pause <= 0 {
+		o.Pause = 10 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// LiveDeps are the ports Live uses.
+type LiveDeps struct {
+	Log      ports.EventStore
+	Projects ports.ProjectStore
+	Watch    ports.EventWatcher
+}
+
+// Live is the live feed of the event log, for subscriptions (contract
+// section 12). One feed per process reads the log once for all of its
+// subscribers: woken by this process's commits, by the other processes'
+// (through the EventWatcher) and by a poll, it positions what committed,
+// reads the new events of every workspace in log order, keeps the newest in
+// a window, and wakes the subscribers, each of which takes from the window
+// what its filters match, in order, from its own cursor. A subscriber whose
+// cursor is older than the window (one resuming from an old event, or one
+// that fell far behind) reads the database until it reaches the window.
+//
+// So a subscriber sees every matching event after its cursor once and in
+// log order: the cursor only moves past events that were either sent or did
+// not match, and the log's positions never change once given.
+type Live struct {
+	d      LiveDeps
+	o      LiveOptions
+	logged *Signal // this process's commits of events
+	kick   chan struct{}
+
+	mu     sync.Mutex
+	subs   int
+	perKey map[string]int
+	// The window: the events positioned base+1 … head, all of them (log
+	// positions are consecutive), when known.
+	known   bool
+	base    int64
+	window  []domain.LoggedEvent
+	changed chan struct{} // closed (and replaced) when head moves
+}
+
+// NewLive makes the live feed. Run must run for it to see new events.
+func NewLive(d LiveDeps, logged *Signal, o LiveOptions) *Live {
+	mustHave(map[string]any{"Log": d.Log, "Projects": d.Projects, "Watch": d.Watch})
+	if logged == nil {
+		panic("app: live feed without the signal of logged events")
+	}
+	o.defaults()
+	return &Live{d: d, o: o, logged: logged, kick: make(chan struct{}, 1), perKey: map[string]int{}, changed: make(chan struct{})}
+}
+
+// SubscribeRequest is one subscription: the events of the caller's
+// workspace of any of Types (all when empty) in ProjectID (any when nil),
+// from the one after the event After, or, without it, from the next to
+// commit. The *Param fields name the arguments in validation errors.
+type SubscribeRequest struct {
+	Types        []string
+	TypesParam   string
+	ProjectID    *string
+	ProjectParam string
+	After        *string
+	AfterParam   string
+}
+
+// Feed is one subscription's stream of events. C is closed when the
+// subscription ends: its context ended, or Err tells why.
+type Feed struct {
+	C   <-chan domain.LoggedEvent
+	err error
+}
+
+// Err is why the feed ended (read it after C is closed): nil when its
+// context ended; subscriber_too_slow; or the failure to read the log.
+func (f *Feed) Err() error { return f.err }
+
+// subscriber is what the feed knows of one subscription.
+type subscriber struct {
+	workspaceID string
+	keyID       string
+	types       []domain.EventType
+	projectID   *string
+}
+
+func (s *subscriber) matches(e *domain.LoggedEvent) bool {
+	if e.WorkspaceID != s.workspaceID {
+		return false
+	}
+	if len(s.types) > 0 && !slices.Contains(s.types, e.Type) {
+		return false
+	}
+	return s.projectID == nil || e.ProjectID == *s.projectID
+}
+
+// Subscribe starts a subscription for a, until ctx ends. Any role may
+// subscribe. It is refused with validation_failed for bad filters or an
+// After that is not an event of the workspace still in the log, and with
+// too_many_requests when the key holds MaxPerKey subscriptions already.
+func (l *Live) Subscribe(ctx context.Context, a domain.Actor, r SubscribeRequest) (*Feed, error) {
+	if err := a.Require(domain.PermRead); err != nil {
+		return nil, err
+	}
+	s := &subscriber{workspaceID: a.WorkspaceID, keyID: a.KeyID}
+	for _, name := range r.Types {
+		t, err := domain.ParseEventType(r.TypesParam, name)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(s.types, t) {
+			s.types = append(s.types, t)
+		}
+	}
+	if r.ProjectID != nil {
+		invalid := domain.Invalid(r.ProjectParam, "Must be the id of a project of this workspace.")
+		if !domain.IsID(*r.ProjectID, domain.PrefixProject) {
+			return nil, invalid
+		}
+		if _, err := l.d.Projects.FindProjectByID(ctx, a.WorkspaceID, *r.ProjectID); err != nil {
+			if domain.IsCode(err, domain.CodeNotFound) {
+				return nil, invalid
+			}
+			return nil, err
+		}
+		p := *r.ProjectID
+		s.projectID = &p
+	}
+	from, err := l.start(ctx, a, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.join(s); err != nil {
+		return nil, err
+	}
+	out := make(chan domain.LoggedEvent)
+	f := &Feed{C: out}
+	go l.pump(ctx, s, from, out, f)
+	wake(l.kick)
+	return f, nil
+}
+
+// start is the position after which the subscription's events are: After's,
+// or the last one given when the subscribe arrived. Every event that
+// commits later is positioned above it (so is any that committed shortly
+// before and was not positioned yet: those arrive too, which no client can
+// tell from a subscribe sent a moment earlier).
+func (l *Live) start(ctx context.Context, a domain.Actor, r SubscribeRequest) (int64, error) {
+	if r.After == nil {
+		return l.d.Log.LastPosition(ctx)
+	}
+	invalid := domain.Invalid(r.AfterParam, "Must be the id of an event of this workspace still in the log.")
+	if !domain.IsID(*r.After, domain.PrefixEvent) {
+		return 0, invalid
+	}
+	if _, err := l.d.Log.PositionEvents(ctx); err != nil {
+		return 0, err
+	}
+	e, err := l.d.Log.FindEvent(ctx, a.WorkspaceID, *r.After)
+	if err != nil {
+		if domain.IsCode(err, domain.CodeNotFound) {
+			return 0, invalid
+		}
+		return 0, err
+	}
+	return e.Seq, nil
+}
+
+func (l *Live) join(s *subscriber) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perKey[s.keyID] >= l.o.MaxPerKey {
+		return domain.Errorf(domain.CodeTooManyRequests,
+			"This API key holds %d subscriptions already, the most it may. Complete one before you start another.", l.o.MaxPerKey)
+	}
+	l.perKey[s.keyID]++
+	l.subs++
+	return nil
+}
+
+func (l *Live) leave(s *subscriber) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perKey[s.keyID]--; l.perKey[s.keyID] <= 0 {
+		delete(l.perKey, s.keyID)
+	}
+	l.subs--
+}
+
+// Subscriptions is how many subscriptions this process holds (a gauge).
+func (l *Live) Subscriptions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.subs
+}
+
+// page bounds what a subscriber takes from the window or reads from the
+// database at once.
+const page = 256
+
+// pump sends s its events after cursor, in log order, until ctx ends or it
+// falls more than MaxBehind events behind.
+func (l *Live) pump(ctx context.Context, s *subscriber, cursor int64, out chan<- domain.LoggedEvent, f *Feed) {
+	defer close(out)
+	defer l.leave(s)
+	for {
+		batch, next, wait, err := l.next(ctx, s, cursor)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.err = err
+			}
+			return
+		}
+		for _, e := range batch {
+			for sent := false; !sent; {
+				select {
+				case out <- e:
+					sent = true
+				case <-ctx.Done():
+					return
+				case <-wait:
+					if l.behind(s, e.Seq-1) > l.o.MaxBehind {
+						f.err = domain.Errorf(domain.CodeSubscriberTooSlow,
+							"This subscription fell more than %d events behind and has ended. Subscribe again with after set to the id of the last event you received.", l.o.MaxBehind)
+						return
+					}
+					wait = l.changes()
+				}
+			}
+		}
+		cursor = next
+		if len(batch) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wait:
+			}
+		}
+	}
+}
+
+func (l *Live) changes() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
+// next returns the subscriber's next events after cursor (at most a page),
+// the cursor after them, and a channel closed when there may be more.
+func (l *Live) next(ctx context.Context, s *subscriber, cursor int64) ([]domain.LoggedEvent, int64, <-chan struct{}, error) {
+	l.mu.Lock()
+	wait, known, head := l.changed, l.known, l.base+int64(len(l.window))
+	if known && cursor >= l.base {
+		if cursor >= head {
+			l.mu.Unlock()
+			return nil, cursor, wait, nil
+		}
+		var batch []domain.LoggedEvent
+		next := cursor
+		for _, e := range l.window[cursor-l.base:] {
+			next = e.Seq
+			if s.matches(&e) {
+				if batch = append(batch, e); len(batch) == page {
+					break
+				}
+			}
+		}
+		l.mu.Unlock()
+		return batch, next, wait, nil
+	}
+	l.mu.Unlock()
+
+	// Older than the window: read the database. Everything up to upTo was
+	// positioned, so visible, before the read.
+	upTo := head
+	if !known {
+		last, err := l.d.Log.LastPosition(ctx)
+		if err != nil {
+			return nil, cursor, wait, err
+		}
+		upTo = last
+	}
+	f := ports.EventFilter{WorkspaceID: s.workspaceID, AfterSeq: cursor, Types: s.types, ProjectID: s.projectID, Limit: page}
+	batch, err := l.d.Log.ListEvents(ctx, f)
+	if err != nil {
+		return nil, cursor, wait, err
+	}
+	next := cursor
+	if len(batch) > 0 {
+		next = batch[len(batch)-1].Seq
+	}
+	if len(batch) < page {
+		next = max(next, upTo)
+	}
+	if len(batch) == 0 && next > cursor {
+		// Nothing matched up to upTo: look again at once from there.
+		closed := make(chan struct{})
+		close(closed)
+		wait = closed
+	}
+	return batch, next, wait, nil
+}
+
+// behind counts the events of s in the window after cursor.
+func (l *Live) behind(s *subscriber, cursor int64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	from := max(cursor-l.base, 0)
+	if !l.known || from > int64(len(l.window)) {
+		return 0
+	}
+	n := 0
+	for i := range l.window[from:] {
+		if s.matches(&l.window[from+int64(i)]) {
+			n++
+		}
+	}
+	return n
+}
+
+// Run reads the log for the subscribers until ctx ends; with Announce, it
+// also positions the events this process commits (see LiveOptions).
+// Subscriptions end with their own contexts.
+func (l *Live) Run(ctx context.Context) {
+	local, stop := l.logged.Subscribe()
+	defer stop()
+	watch, err := l.d.Watch.WatchEvents(ctx)
+	if err != nil {
+		l.o.Logger.Warn("live feed: not watching other processes' events; polling", "error", err.Error())
+	}
+	poll := time.NewTicker(l.o.Poll)
+	defer poll.Stop()
+	for {
+		committed := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-local:
+			committed = true
+		case _, ok := <-watch:
+			if !ok {
+				watch = nil
+			}
+		case <-poll.C:
+		case <-l.kick:
+		}
+		if l.Subscriptions() == 0 {
+			l.forget()
+			if committed && l.o.Announce {
+				if _, err := l.d.Log.PositionEvents(ctx); err != nil && ctx.Err() == nil {
+					l.o.Logger.Warn("live feed: positioning the log failed", "error", err.Error())
+				}
+			}
+		} else if err := l.advance(ctx); err != nil && ctx.Err() == nil {
+			l.o.Logger.Warn("live feed: reading the log failed; retrying", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(l.o.Pause):
+		}
+	}
+}
+
+// forget drops the window while nobody subscribes.
+func (l *Live) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.known, l.window = false, nil
+}
+
+// advance positions what committed, reads the new events into the window,
+// and wakes the subscribers.
+func (l *Live) advance(ctx context.Context) error {
+	l.mu.Lock()
+	known, head := l.known, l.base+int64(len(l.window))
+	l.mu.Unlock()
+	if !known {
+		// Before positioning: what this run positions is read below.
+		last, err := l.d.Log.LastPosition(ctx)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.known, l.base, l.window = true, last, nil
+		l.mu.Unlock()
+		head = last
+	}
+	if _, err := l.d.Log.PositionEvents(ctx); err != nil {
+		return err
+	}
+	for {
+		events, err := l.d.Log.ReadLog(ctx, head, page)
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		l.mu.Lock()
+		for _, e := range events {
+			if e.Seq != l.base+int64(len(l.window))+1 {
+				// A gap cannot happen (positions are consecutive and given
+				// in one transaction); if it did, start the window afresh
+				// rather than serve it: subscribers read the database.
+				l.base, l.window = e.Seq-1, nil
+			}
+			l.window = append(l.window, e)
+		}
+		// Trim in steps of a quarter window, not at every event.
+		if over := len(l.window) - l.o.Window; over > l.o.Window/4 {
+			l.base += int64(over)
+			l.window = slices.Clone(l.window[over:])
+		}
+		close(l.changed)
+		l.changed = make(chan struct{})
+		head = l.base + int64(len(l.window))
+		l.mu.Unlock()
+		if len(events) < page {
+			return nil
+		}
+	}
+}
+
+func wake(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
