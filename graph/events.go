@@ -1,11 +1,15 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/model"
 )
@@ -90,4 +94,37 @@ func eventProject(e *domain.LoggedEvent) (*domain.Project, error) {
 func eventConnection(p domain.Page[domain.LoggedEvent]) *model.EventConnection {
 	edges, info := connection(p, func(c string, n *domain.LoggedEvent) model.EventEdge { return model.EventEdge{Cursor: c, Node: n} })
 	return &model.EventConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
+}
+
+// subscribeEvents starts Subscription.events. A subscription refused by
+// the core gets an error message (not a result) and no events; one that
+// ends on the core's account (subscriber_too_slow) ends with an error
+// message after its events.
+func subscribeEvents(ctx context.Context, a *app.App, types []domain.EventType, projectID *string, after *string) <-chan *domain.LoggedEvent {
+	req := app.SubscribeRequest{TypesParam: "types", ProjectID: projectID, ProjectParam: "projectId", After: after, AfterParam: "after"}
+	for _, t := range types {
+		req.Types = append(req.Types, string(t))
+	}
+	out := make(chan *domain.LoggedEvent)
+	feed, err := a.Live.Subscribe(ctx, actor(ctx), req)
+	if err != nil {
+		// An error message, not a result: the subscription never started.
+		transport.AddSubscriptionError(ctx, presentError(ctx, err))
+		close(out)
+		return out
+	}
+	go func() {
+		defer close(out)
+		for e := range feed.C {
+			select {
+			case out <- &e:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err := feed.Err(); err != nil {
+			transport.AddSubscriptionError(ctx, presentError(ctx, err))
+		}
+	}()
+	return out
 }

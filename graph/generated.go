@@ -35,6 +35,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Project() ProjectResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	Task() TaskResolver
 }
 
@@ -114,6 +115,10 @@ type ComplexityRoot struct {
 		Users    func(childComplexity int, first *int, after *string) int
 		Webhook  func(childComplexity int, id string) int
 		Webhooks func(childComplexity int, first *int, after *string) int
+	}
+
+	Subscription struct {
+		Events func(childComplexity int, types []domain.EventType, projectID *string, after *string) int
 	}
 
 	Task struct {
@@ -219,6 +224,9 @@ type QueryResolver interface {
 	Webhook(ctx context.Context, id string) (*domain.Webhook, error)
 	Events(ctx context.Context, first *int, after *string, types []domain.EventType, projectID *string) (*model.EventConnection, error)
 	Node(ctx context.Context, id string) (model.Node, error)
+}
+type SubscriptionResolver interface {
+	Events(ctx context.Context, types []domain.EventType, projectID *string, after *string) (<-chan *domain.LoggedEvent, error)
 }
 type TaskResolver interface {
 	Project(ctx context.Context, obj *domain.Task) (*domain.Project, error)
@@ -626,6 +634,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Webhooks(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
+	case "Subscription.events":
+		if e.ComplexityRoot.Subscription.Events == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_events_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Events(childComplexity, args["types"].([]domain.EventType), args["projectId"].(*string), args["after"].(*string)), true
+
 	case "Task.assignee":
 		if e.ComplexityRoot.Task.Assignee == nil {
 			break
@@ -921,6 +941,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -1253,6 +1290,22 @@ type Mutation {
   replaced secret still signs deliveries, as a second webhook-signature entry.
   """
   rotateWebhookSecret(id: ID!, previousSecretExpiresIn: Int): WebhookWithSecret
+}
+
+"""
+Live updates over WebSocket at /graphql, subprotocol graphql-transport-ws (the graphql-ws
+library's). Send the API key in connection_init's payload, {"authorization": "Bearer wtk_..."},
+or in the upgrade request's Authorization header.
+"""
+type Subscription {
+  """
+  Every event of the caller's workspace that commits after the subscribe, once each, in log
+  order, filtered like Query.events. With after (an event id), first the events that follow
+  that one in the log, then the live ones, with no gap and no repeat: resume with the id of the
+  last event received. Ends with a subscriber_too_slow error if it falls more than 1,000 events
+  behind. Each subscribe counts against the key's rate limit; a key holds at most 20 at once.
+  """
+  events(types: [WebhookEventType!], projectId: ID, after: ID): Event!
 }
 `, BuiltIn: false},
 }
@@ -1989,6 +2042,36 @@ func (ec *executionContext) field_Query_webhooks_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_events_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "types",
+		func(ctx context.Context, v any) ([]domain.EventType, error) {
+			return ec.unmarshalOWebhookEventType2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐEventTypeᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["types"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -3682,6 +3765,50 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_events(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().Events(ctx, fc.Args["types"].([]domain.EventType), fc.Args["projectId"].(*string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.LoggedEvent) graphql.Marshaler {
+			return ec.marshalNEvent2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐLoggedEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_events(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Event(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_events_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -6956,6 +7083,26 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	})
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "events":
+		return ec._Subscription_events(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var taskImplementors = []string{"Task", "Node"}

@@ -73,6 +73,14 @@ func NewServer(a *app.App, o Options) *handler.Server {
 	o.defaults()
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{App: a}, Complexity: complexity()}))
 	srv.AddTransport(transport.POST{})
+	configure(srv, o)
+	srv.Use(noSubscriptionsOverPOST{})
+	return srv
+}
+
+// configure gives a server of either transport the same cache, extensions,
+// limits and error handling.
+func configure(srv *handler.Server, o Options) {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(documentLimit{}) // before the persisted-query cache stores a query
@@ -81,7 +89,6 @@ func NewServer(a *app.App, o Options) *handler.Server {
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic(o.Logger))
-	return srv
 }
 
 // Mount serves GraphQL on the HTTP edge, behind the same chain as the REST
@@ -90,12 +97,19 @@ func NewServer(a *app.App, o Options) *handler.Server {
 // on these routes:
 //
 //	POST /graphql             queries and mutations
-//	GET  /graphql             the GraphiQL page, for requests that accept text/html
-//	                          (no key needed: the page holds no data); otherwise 405
+//	GET  /graphql             a WebSocket upgrade: subscriptions (and queries and
+//	                          mutations) over graphql-transport-ws, authenticated
+//	                          by connection_init; else the GraphiQL page, for
+//	                          requests that accept text/html (no key needed: the
+//	                          page holds no data); otherwise 405
 //	any other method          405, after authentication
-func Mount(edge *httpedge.Edge, a *app.App, o Options) {
+//
+// It returns the open WebSockets, for the server to close on shutdown.
+func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	o.defaults()
 	api := edge.API(Path, renderHTTPError)
+	sockets := newSockets()
+	ws := newWSHandler(edge, api, a, o, sockets)
 	h := &httpHandler{gql: NewServer(a, o), app: a, wait: o.LoaderWait, api: api}
 	graphiql := graphiqlFile("index.html", "text/html; charset=utf-8")
 	servePage := func(c *gin.Context) {
@@ -109,10 +123,11 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) {
 	e.GET(GraphiQLAssetPath+"/graphiql.js", graphiqlFile("graphiql.js", "text/javascript; charset=utf-8"))
 	e.GET(GraphiQLAssetPath+"/graphiql.css", graphiqlFile("graphiql.css", "text/css; charset=utf-8"))
 	e.POST(Path, api.Chain(h.serve)...)
-	e.GET(Path, append([]gin.HandlerFunc{servePage}, api.Chain(h.methodNotAllowed)...)...)
+	e.GET(Path, append([]gin.HandlerFunc{ws.upgrade, servePage}, api.Chain(h.methodNotAllowed)...)...)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
 		e.Handle(m, Path, api.Chain(h.methodNotAllowed)...)
 	}
+	return sockets
 }
 
 type httpHandler struct {

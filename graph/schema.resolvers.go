@@ -190,6 +190,10 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 	return r.node(ctx, id)
 }
 
+func (r *subscriptionResolver) Events(ctx context.Context, types []domain.EventType, projectID *string, after *string) (<-chan *domain.LoggedEvent, error) {
+	return subscribeEvents(ctx, r.App, types, projectID, after), nil
+}
+
 func (r *taskResolver) Project(ctx context.Context, obj *domain.Task) (*domain.Project, error) {
 	p, err := loadersOf(ctx).projects.Load(ctx, obj.ProjectID)
 	if err != nil {
@@ -217,12 +221,15 @@ func (r *Resolver) Project() ProjectResolver { return &projectResolver{r} }
 
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+
 func (r *Resolver) Task() TaskResolver { return &taskResolver{r} }
 
 type (
-	eventResolver    struct{ *Resolver }
-	mutationResolver struct{ *Resolver }
-	projectResolver  struct{ *Resolver }
-	queryResolver    struct{ *Resolver }
-	taskResolver     struct{ *Resolver }
+	eventResolver        struct{ *Resolver }
+	mutationResolver     struct{ *Resolver }
+	projectResolver      struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
+	taskResolver         struct{ *Resolver }
 )

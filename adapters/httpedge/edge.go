@@ -136,7 +136,7 @@ func New(auth Authenticator, opts Options) *Edge {
 func (s *Edge) MountMetrics(h http.Handler, token string) {
 	s.engine.GET("/metrics", func(c *gin.Context) {
 		if token != "" {
-			got := bearer(c.GetHeader("Authorization"))
+			got := Bearer(c.GetHeader("Authorization"))
 			switch {
 			case got == "":
 				ErrorObject.Abort(c, domain.Errorf(domain.CodeMissingAPIKey, "GET /metrics needs the metrics token: send \"Authorization: Bearer <WORKTRACK_METRICS_TOKEN>\"."))

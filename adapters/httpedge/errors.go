@@ -22,7 +22,7 @@ const (
 	CodeInvalidJSON          domain.Code = "invalid_json"
 	CodeIdempotencyKeyReused domain.Code = "idempotency_key_reused"
 	CodeIdempotencyKeyInUse  domain.Code = "idempotency_key_in_use"
-	CodeTooManyRequests      domain.Code = "too_many_requests"
+	CodeTooManyRequests                  = domain.CodeTooManyRequests
 	// CodeClientClosedRequest is what a request becomes when its client
 	// went away before the answer (contract section 15): its failure is the
 	// client's doing, not the server's. Nobody reads the answer; the access

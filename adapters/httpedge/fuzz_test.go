@@ -68,7 +68,7 @@ func FuzzBearer(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
-		tok := bearer(h)
+		tok := Bearer(h)
 		if tok == "" {
 			return
 		}

@@ -1,6 +1,7 @@
 package httpedge
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -102,9 +103,9 @@ func recoverWith(render Renderer) gin.HandlerFunc {
 	}
 }
 
-// bearer extracts the token of an "Authorization: Bearer <token>" header. The
-// scheme is case-insensitive; anything else counts as no key.
-func bearer(h string) string {
+// Bearer extracts the token of an "Authorization: Bearer <token>" header
+// value. The scheme is case-insensitive; anything else counts as no key.
+func Bearer(h string) string {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
 	if !ok || !strings.EqualFold(scheme, "bearer") {
 		return ""
@@ -112,34 +113,54 @@ func bearer(h string) string {
 	return strings.TrimSpace(token)
 }
 
-// authenticate refuses addresses that failed authentication too often, then
-// resolves the key. Every 401 counts as a failure of the client's address.
+// authenticate resolves the request's key (Authenticate) or aborts.
 func (s *Edge) authenticate(c *gin.Context, render Renderer) {
-	addr := "authfail:" + c.ClientIP()
-	now := s.opts.Clock.Now()
-	d, err := s.opts.Limiter.Peek(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
+	actor, blockedUntil, err := s.resolveKey(c.Request.Context(), c.ClientIP(), Bearer(c.GetHeader("Authorization")))
 	if err != nil {
-		// A limiter outage must not take the API down with it: fail open.
-		// The outage is reported once, where the limiter is guarded
-		// (ratelimit.Guard); a line per request would flood the log.
-		Logger(c).Debug("auth failure limiter unavailable", "error", err.Error())
-	} else if !d.Allowed {
-		setRetryAfter(c, d.Reset, now)
-		render.Abort(c, domain.Errorf(CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header."))
-		return
-	}
-	actor, err := s.auth.Authenticate(c.Request.Context(), bearer(c.GetHeader("Authorization")))
-	if err != nil {
-		if code := domain.ErrorCode(err); code == domain.CodeMissingAPIKey || code == domain.CodeInvalidAPIKey {
-			if _, lerr := s.opts.Limiter.Take(c.Request.Context(), addr, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
-				Logger(c).Debug("auth failure limiter unavailable", "error", lerr.Error())
-			}
+		if !blockedUntil.IsZero() {
+			setRetryAfter(c, blockedUntil, s.opts.Clock.Now())
 		}
 		render.Abort(c, err)
 		return
 	}
 	c.Set(actorKey, actor)
 	c.Next()
+}
+
+// Authenticate resolves secret, sent from the client address addr, to its
+// caller. It refuses addresses that failed authentication too often
+// (too_many_requests), and counts every missing or invalid key as a failure
+// of addr. The API chain does this for every request; the GraphQL WebSocket
+// transport calls it for the key of connection_init.
+func (s *Edge) Authenticate(ctx context.Context, addr, secret string) (domain.Actor, error) {
+	actor, _, err := s.resolveKey(ctx, addr, secret)
+	return actor, err
+}
+
+// resolveKey is Authenticate, with the end of the address's block when it
+// is blocked.
+func (s *Edge) resolveKey(ctx context.Context, addr, secret string) (domain.Actor, time.Time, error) {
+	key := "authfail:" + addr
+	now := s.opts.Clock.Now()
+	d, err := s.opts.Limiter.Peek(ctx, key, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
+	if err != nil {
+		// A limiter outage must not take the API down with it: fail open.
+		// The outage is reported once, where the limiter is guarded
+		// (ratelimit.Guard); a line per request would flood the log.
+		s.opts.Logger.Debug("auth failure limiter unavailable", "error", err.Error())
+	} else if !d.Allowed {
+		return domain.Actor{}, d.Reset, domain.Errorf(CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header.")
+	}
+	actor, err := s.auth.Authenticate(ctx, secret)
+	if err != nil {
+		if code := domain.ErrorCode(err); code == domain.CodeMissingAPIKey || code == domain.CodeInvalidAPIKey {
+			if _, lerr := s.opts.Limiter.Take(ctx, key, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
+				s.opts.Logger.Debug("auth failure limiter unavailable", "error", lerr.Error())
+			}
+		}
+		return domain.Actor{}, time.Time{}, err
+	}
+	return actor, time.Time{}, nil
 }
 
 // rateLimit counts the request against its key's window and reports the
@@ -163,10 +184,30 @@ func (s *Edge) rateLimit(c *gin.Context, render Renderer) {
 	h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, d.Remaining, toReset))
 	if !d.Allowed {
 		setRetryAfter(c, d.Reset, now)
-		render.Abort(c, domain.Errorf(CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header."))
+		render.Abort(c, errRateLimited())
 		return
 	}
 	c.Next()
+}
+
+func errRateLimited() *domain.Error {
+	return domain.Errorf(CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header.")
+}
+
+// TakeRequest counts one request of the key against its rate limit, as the
+// API chain does, for what does not pass through the chain (a subscribe
+// over WebSocket): too_many_requests past the limit. A limiter outage fails
+// open.
+func (s *Edge) TakeRequest(ctx context.Context, keyID string) error {
+	d, err := s.opts.Limiter.Take(ctx, "key:"+keyID, s.opts.RateLimit, s.opts.RateWindow, s.opts.Clock.Now())
+	if err != nil {
+		s.opts.Logger.Debug("rate limiter unavailable", "error", err.Error())
+		return nil
+	}
+	if !d.Allowed {
+		return errRateLimited()
+	}
+	return nil
 }
 
 // secondsUntil is the whole seconds from now until t, rounded up, at least 1.

@@ -70,8 +70,8 @@ func appOver(db *store.DB, clock ports.Clock) *app.App {
 	return app.New(app.Deps{
 		Tx: db, Clock: clock, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
 		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
-		Addresses: webhook.AddressChecker{AllowPrivate: true},
-	}, app.AuthOptions{})
+		Addresses: webhook.AddressChecker{AllowPrivate: true}, EventWatch: db,
+	}, app.Options{})
 }
 
 // failAfter is a Transactor whose transactions fail after fn has done all
@@ -111,7 +111,8 @@ func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
 			Tx: failAfter{db}, Clock: e.Clock, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(),
 			Projects: db.Projects(), Tasks: db.Tasks(), Webhooks: db.Webhooks(), EventLog: db.Events(),
 			Deliveries: db.Deliveries(), Payloads: wire.Payloads{}, Addresses: webhook.AddressChecker{AllowPrivate: true},
-		}, app.AuthOptions{})
+			EventWatch: db,
+		}, app.Options{})
 		actor := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}
 		ctx := context.Background()
 		if _, err := failing.Tasks.Create(ctx, actor, prj, domain.TaskFields{Title: domain.Set("Never")}); !errors.Is(err, errInjected) {

@@ -93,7 +93,8 @@ func newApp(db *store.DB, cfg Config) *app.App {
 		Deliveries: db.Deliveries(),
 		Payloads:   wire.Payloads{},
 		Addresses:  webhook.AddressChecker{AllowPrivate: cfg.WebhookAllowPrivate},
-	}, app.AuthOptions{})
+		EventWatch: db,
+	}, app.Options{Live: app.LiveOptions{Announce: db.Dialect() == store.DialectPostgres}})
 }
 
 func printJSON(w io.Writer, v any) error {

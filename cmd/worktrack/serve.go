@@ -120,7 +120,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	})
 	edge.MountMetrics(m.Handler(), cfg.MetricsToken)
 	rest.Mount(edge, a, rest.Options{Idempotency: db.Idempotency()})
-	graph.Mount(edge, a, graph.Options{
+	sockets := graph.Mount(edge, a, graph.Options{
 		MaxComplexity: cfg.GraphQLComplexity,
 		MaxDepth:      cfg.GraphQLDepth,
 		Logger:        log,
@@ -141,6 +141,8 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	go func() { errc <- srv.Serve(ln) }()
 	go purgeIdempotencyKeys(ctx, db.Idempotency(), log)
 	go purgeEvents(ctx, a, cfg.EventRetention, log)
+	go a.Live.Run(ctx)
+	m.WatchSubscriptions(a.Live.Subscriptions)
 	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
 	fmt.Fprintf(stderr, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  Docs:    %s/docs   (OpenAPI: %s/v1/openapi.json)\n  GraphQL: %s/graphql   (GraphiQL in a browser)\n  Health:  %s/healthz   Metrics: %s/metrics\nStop with Ctrl-C.\n\n",
 		base, base, base, base, base, base, base, base)
@@ -153,26 +155,33 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		return err
 	case <-ctx.Done():
 	}
-	return shutdown(srv, errc, stopDispatcher, cfg.ShutdownTimeout, log)
+	return shutdown(srv, sockets, errc, stopDispatcher, cfg.ShutdownTimeout, log)
 }
 
 // shutdown ends serve after SIGTERM or SIGINT, all within timeout
 // (WORKTRACK_SHUTDOWN_TIMEOUT): the listener closes at once, so new
-// connections are refused; requests in flight finish; then the webhook
+// connections are refused; GraphQL WebSockets close with 1001 (going away);
+// requests in flight finish; then the webhook
 // dispatcher stops claiming and its attempts in flight finish. When the
 // timeout runs out first, the connections still open are closed and the
 // attempts still in flight are left to their leases; the exit is still
 // clean (nil), since nothing committed is lost.
-func shutdown(srv *http.Server, errc <-chan error, stopDispatcher func(context.Context), timeout time.Duration, log *slog.Logger) error {
-	log.Info("shutting down: finishing in-flight requests", "timeout", timeout.String())
+func shutdown(srv *http.Server, sockets *graph.Sockets, errc <-chan error, stopDispatcher func(context.Context), timeout time.Duration, log *slog.Logger) error {
+	log.Info("shutting down: finishing in-flight requests", "timeout", timeout.String(), "websockets", sockets.Len())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// Hijacked connections are not the http.Server's to wait for.
+	socketsClosed := make(chan error, 1)
+	go func() { socketsClosed <- sockets.Close(ctx) }()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown timeout ran out: closing the connections of requests still in flight", "timeout", timeout.String())
 		_ = srv.Close()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	if err := <-socketsClosed; err != nil {
+		log.Warn("shutdown timeout ran out before every WebSocket's close handshake ended")
 	}
 	stopDispatcher(ctx)
 	log.Info("stopped")

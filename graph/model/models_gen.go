@@ -73,6 +73,12 @@ type ProjectEdge struct {
 type Query struct {
 }
 
+// Live updates over WebSocket at /graphql, subprotocol graphql-transport-ws (the graphql-ws
+// library's). Send the API key in connection_init's payload, {"authorization": "Bearer wtk_..."},
+// or in the upgrade request's Authorization header.
+type Subscription struct {
+}
+
 type TaskConnection struct {
 	Edges    []TaskEdge    `json:"edges"`
 	Nodes    []domain.Task `json:"nodes"`

@@ -100,6 +100,9 @@ type Settings struct {
 	// AllowPrivateWebhooks is WORKTRACK_WEBHOOK_ALLOW_PRIVATE: webhook URLs
 	// on loopback (httptest receivers) are accepted.
 	AllowPrivateWebhooks bool
+	// Live tunes the live feed of subscriptions (its Run is the test's to
+	// start).
+	Live app.LiveOptions
 }
 
 // New builds the environment on db.
@@ -116,8 +119,8 @@ func NewWith(t testing.TB, db *store.DB, set Settings, opts ...Option) *Env {
 		Tx: db, Clock: clock,
 		Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
 		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
-		Addresses: webhook.AddressChecker{AllowPrivate: set.AllowPrivateWebhooks},
-	}, app.AuthOptions{})
+		Addresses: webhook.AddressChecker{AllowPrivate: set.AllowPrivateWebhooks}, EventWatch: db,
+	}, app.Options{Live: set.Live})
 	logs := &bytes.Buffer{}
 	o := httpedge.Options{
 		Logger:  slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, nil)),

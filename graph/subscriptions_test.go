@@ -1,0 +1,649 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/rest/resttest"
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph"
+)
+
+// liveEnv is newEnv served on a real listener (WebSockets need one), with
+// the live feed running, as `worktrack serve` runs it.
+type liveEnv struct {
+	*resttest.Env
+	URL     string // ws://…/graphql
+	Sockets *graph.Sockets
+}
+
+func newLiveEnv(t *testing.T, db *store.DB, set resttest.Settings, opts ...resttest.Option) *liveEnv {
+	t.Helper()
+	e := resttest.NewWith(t, db, set, opts...)
+	sockets := graph.Mount(e.Edge, e.App, graph.Options{})
+	srv := httptest.NewServer(e.Edge)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.App.Live.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", e.Logs)
+		}
+		closeCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		_ = sockets.Close(closeCtx)
+		srv.Close()
+		cancel()
+		<-done
+	})
+	return &liveEnv{Env: e, URL: "ws" + strings.TrimPrefix(srv.URL, "http") + graph.Path, Sockets: sockets}
+}
+
+// wsMessage is a graphql-transport-ws message.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// wsClient speaks graphql-transport-ws over coder/websocket. The npm
+// graphql-ws client is tested against the same server in
+// cmd/worktrack/e2e (graphqlws_test.go).
+type wsClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+	msgs chan wsMessage
+	mu   sync.Mutex
+	err  error // why the read loop ended (a close status, say)
+	done chan struct{}
+}
+
+// dialWS opens a socket with the header and sends connection_init with
+// payload (none when nil). It does not wait for the ack.
+func dialWS(t *testing.T, url string, header http.Header, payload map[string]any) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, res, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: header})
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	if res.Body != nil {
+		_ = res.Body.Close() // a 101's body is empty; the socket is conn's
+	}
+	if got := res.Header.Get("Sec-WebSocket-Protocol"); got != "graphql-transport-ws" {
+		t.Fatalf("negotiated subprotocol %q", got)
+	}
+	conn.SetReadLimit(1 << 24)
+	c := &wsClient{t: t, conn: conn, msgs: make(chan wsMessage, 10_000), done: make(chan struct{})}
+	go c.read()
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	init := wsMessage{Type: "connection_init"}
+	if payload != nil {
+		init.Payload, _ = json.Marshal(payload)
+	}
+	c.send(init)
+	return c
+}
+
+func (c *wsClient) read() {
+	defer close(c.done)
+	for {
+		_, data, err := c.conn.Read(context.Background())
+		if err != nil {
+			c.mu.Lock()
+			c.err = err
+			c.mu.Unlock()
+			return
+		}
+		var m wsMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			c.mu.Lock()
+			c.err = fmt.Errorf("bad message %s: %w", data, err)
+			c.mu.Unlock()
+			return
+		}
+		if m.Type == "ping" {
+			c.send(wsMessage{Type: "pong"})
+			continue
+		}
+		c.msgs <- m
+	}
+}
+
+func (c *wsClient) send(m wsMessage) {
+	c.t.Helper()
+	raw, _ := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.conn.Write(ctx, websocket.MessageText, raw); err != nil {
+		c.t.Fatalf("send %s: %v", raw, err)
+	}
+}
+
+// next is the next message, failing the test after wait.
+func (c *wsClient) next(wait time.Duration) wsMessage {
+	c.t.Helper()
+	select {
+	case m := <-c.msgs:
+		return m
+	case <-c.done:
+		select {
+		case m := <-c.msgs:
+			return m
+		default:
+		}
+		c.t.Fatalf("socket closed while a message was awaited: %v", c.readErr())
+	case <-time.After(wait):
+		c.t.Fatalf("no message within %s", wait)
+	}
+	return wsMessage{}
+}
+
+func (c *wsClient) readErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// ack waits for connection_ack.
+func (c *wsClient) ack() {
+	c.t.Helper()
+	if m := c.next(10 * time.Second); m.Type != "connection_ack" {
+		c.t.Fatalf("got %s %s, want connection_ack", m.Type, m.Payload)
+	}
+}
+
+// closed waits for the server to close the socket and returns its code and
+// reason.
+func (c *wsClient) closed(wait time.Duration) (websocket.StatusCode, string) {
+	c.t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(wait):
+		c.t.Fatalf("socket still open after %s", wait)
+	}
+	var ce websocket.CloseError
+	if err := c.readErr(); !errors.As(err, &ce) {
+		c.t.Fatalf("socket ended without a close frame: %v", err)
+	}
+	return ce.Code, ce.Reason
+}
+
+func (c *wsClient) subscribe(id, query string, vars map[string]any) {
+	c.t.Helper()
+	p := map[string]any{"query": query}
+	if vars != nil {
+		p["variables"] = vars
+	}
+	raw, _ := json.Marshal(p)
+	c.send(wsMessage{ID: id, Type: "subscribe", Payload: raw})
+}
+
+// event reads the next message, which must be a next of subscription id,
+// and returns its data.events.
+func (c *wsClient) event(id string, wait time.Duration) map[string]any {
+	c.t.Helper()
+	m := c.next(wait)
+	if m.Type != "next" || m.ID != id {
+		c.t.Fatalf("got %s (id %s) %s, want next of %s", m.Type, m.ID, m.Payload, id)
+	}
+	var p struct {
+		Data   map[string]map[string]any `json:"data"`
+		Errors []gqlError                `json:"errors"`
+	}
+	if err := json.Unmarshal(m.Payload, &p); err != nil {
+		c.t.Fatalf("next payload %s: %v", m.Payload, err)
+	}
+	if len(p.Errors) > 0 {
+		c.t.Fatalf("next with errors: %s", m.Payload)
+	}
+	return p.Data["events"]
+}
+
+// failure reads the next message, which must be an error of subscription
+// id, and returns its one error.
+func (c *wsClient) failure(id string, wait time.Duration) gqlError {
+	c.t.Helper()
+	m := c.next(wait)
+	if m.Type != "error" || m.ID != id {
+		c.t.Fatalf("got %s (id %s) %s, want an error message of %s", m.Type, m.ID, m.Payload, id)
+	}
+	var errs []gqlError
+	if err := json.Unmarshal(m.Payload, &errs); err != nil || len(errs) != 1 {
+		c.t.Fatalf("error payload %s: %v", m.Payload, err)
+	}
+	return errs[0]
+}
+
+// quiet fails if a message arrives within wait.
+func (c *wsClient) quiet(wait time.Duration) {
+	c.t.Helper()
+	select {
+	case m := <-c.msgs:
+		c.t.Fatalf("unexpected %s (id %s) %s", m.Type, m.ID, m.Payload)
+	case <-time.After(wait):
+	}
+}
+
+func bearer(key string) map[string]any { return map[string]any{"authorization": "Bearer " + key} }
+
+const eventsSubscription = `subscription($types: [WebhookEventType!], $projectId: ID, $after: ID) {
+	events(types: $types, projectId: $projectId, after: $after) {
+		id type projectId payload
+		task { id title status assignee { email } project { key } }
+		project { id key } } }`
+
+// A change made over REST reaches a subscriber of its workspace, as the
+// log shows it, promptly; another workspace's subscriber never sees it; the
+// filters keep only what they name.
+func TestSubscriptionDeliversChangesOfItsWorkspace(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, resttest.Settings{})
+		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Live", "key": "LIV"})
+		prj.ExpectStatus(t, http.StatusCreated)
+		other := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Other", "key": "OTH"})
+		other.ExpectStatus(t, http.StatusCreated)
+
+		// Events that committed before a subscribe but were not yet given
+		// their log position may arrive too; reading the log positions them.
+		e.Get("/v1/events", e.Guest.Key).ExpectStatus(t, http.StatusOK)
+		all := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		all.ack()
+		all.subscribe("all", eventsSubscription, nil)
+		created := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		created.ack()
+		created.subscribe("created", eventsSubscription, map[string]any{"types": []string{"TASK_CREATED"}, "projectId": prj.Str("id")})
+		foreign := dialWS(t, e.URL, nil, bearer(e.Other.Key))
+		foreign.ack()
+		foreign.subscribe("foreign", eventsSubscription, nil)
+		waitForSubscriptions(t, e, 3)
+
+		sent := time.Now()
+		tsk := e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "Ship", "assignee_id": e.Guest.User.ID})
+		tsk.ExpectStatus(t, http.StatusCreated)
+		got := all.event("all", 10*time.Second)
+		t.Logf("a REST change reached the subscriber %s after the request was sent", time.Since(sent).Round(time.Millisecond))
+		logged := e.Get("/v1/events?type=task.created", e.Guest.Key)
+		logged.ExpectStatus(t, http.StatusOK)
+		want := logged.JSON["data"].([]any)[0].(map[string]any)
+		if got["id"] != want["id"] || got["type"] != "TASK_CREATED" || got["projectId"] != prj.Str("id") {
+			t.Fatalf("event %v, log %v", got, want)
+		}
+		gotPayload, _ := json.Marshal(got["payload"])
+		wantPayload, _ := json.Marshal(want)
+		if string(gotPayload) != string(wantPayload) {
+			t.Fatalf("payload %s, log %s", gotPayload, wantPayload)
+		}
+		task := got["task"].(map[string]any)
+		if task["id"] != tsk.Str("id") || task["assignee"].(map[string]any)["email"] != e.Guest.User.Email || task["project"].(map[string]any)["key"] != "LIV" {
+			t.Fatalf("task %v", task)
+		}
+		if c := created.event("created", 10*time.Second); c["id"] != want["id"] {
+			t.Fatalf("filtered subscriber got %v", c)
+		}
+
+		// Neither an update (type) nor a task of another project reaches
+		// the filtered subscriber; both reach the unfiltered one.
+		e.Send(http.MethodPatch, "/v1/tasks/"+tsk.Str("id"), e.Member.Key, map[string]any{"status": "in_progress"}).ExpectStatus(t, http.StatusOK)
+		e.Send(http.MethodPost, "/v1/projects/"+other.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "Elsewhere"}).ExpectStatus(t, http.StatusCreated)
+		if u := all.event("all", 10*time.Second); u["type"] != "TASK_UPDATED" || u["task"].(map[string]any)["status"] != "IN_PROGRESS" {
+			t.Fatalf("update %v", u)
+		}
+		if o := all.event("all", 10*time.Second); o["projectId"] != other.Str("id") {
+			t.Fatalf("other project %v", o)
+		}
+		// The Other workspace's own change reaches its subscriber, after
+		// none of Acme's.
+		e.Send(http.MethodPost, "/v1/projects", e.Other.Key, map[string]any{"name": "Globex", "key": "GLX"}).ExpectStatus(t, http.StatusCreated)
+		if f := foreign.event("foreign", 10*time.Second); f["type"] != "PROJECT_CREATED" || f["project"].(map[string]any)["key"] != "GLX" {
+			t.Fatalf("foreign subscriber got %v", f)
+		}
+		created.quiet(300 * time.Millisecond)
+		foreign.quiet(300 * time.Millisecond)
+	})
+}
+
+// waitForSubscriptions waits until the process holds n subscriptions: a
+// subscribe message is answered only with events, so a test that needs the
+// subscription in place before its change waits for it here.
+func waitForSubscriptions(t *testing.T, e *liveEnv, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.App.Live.Subscriptions() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions, want %d", e.App.Live.Subscriptions(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The key may come in connection_init (any case of the name) or in the
+// upgrade request's header; none, a bad one, and a revoked or expired one
+// close the socket with 4403.
+func TestSubscriptionAuthentication(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, resttest.Settings{})
+
+		for name, payload := range map[string]map[string]any{
+			"Authorization": {"Authorization": "Bearer " + e.Guest.Key},
+			"AUTHORIZATION": {"AUTHORIZATION": "bearer " + e.Guest.Key},
+		} {
+			c := dialWS(t, e.URL, nil, payload)
+			c.ack()
+			c.subscribe("1", `subscription { events { id } }`, nil)
+			waitForSubscriptions(t, e, 1)
+			_ = c.conn.Close(websocket.StatusNormalClosure, "")
+			waitForSubscriptions0(t, e, name)
+		}
+		header := dialWS(t, e.URL, http.Header{"Authorization": {"Bearer " + e.Guest.Key}}, nil)
+		header.ack()
+
+		for name, c := range map[string]*wsClient{
+			"no key":        dialWS(t, e.URL, nil, nil),
+			"empty payload": dialWS(t, e.URL, nil, map[string]any{}),
+			"invalid key":   dialWS(t, e.URL, nil, bearer("wtk_"+strings.Repeat("x", 40))),
+			"not bearer":    dialWS(t, e.URL, nil, map[string]any{"authorization": e.Guest.Key}),
+			"not a string":  dialWS(t, e.URL, nil, map[string]any{"authorization": 42}),
+		} {
+			code, reason := c.closed(10 * time.Second)
+			if code != graph.CloseForbidden {
+				t.Fatalf("%s: closed with %d %q, want 4403", name, code, reason)
+			}
+		}
+
+		// A key revoked while connected closes its socket within 10 s.
+		victim := e.NewMember(e.Workspace.ID, "rev@acme.test", "member")
+		c := dialWS(t, e.URL, nil, bearer(victim.Key))
+		c.ack()
+		c.subscribe("1", `subscription { events { id } }`, nil)
+		waitForSubscriptions(t, e, 1)
+		keys, err := e.App.Admin.ListKeys(context.Background(), victim.User.ID)
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("keys %v %v", keys, err)
+		}
+		revoked := time.Now()
+		if _, err := e.App.Admin.RevokeKey(context.Background(), keys[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		code, reason := c.closed(15 * time.Second)
+		t.Logf("the revoked key's socket closed %s after the revocation", time.Since(revoked).Round(time.Millisecond))
+		if code != graph.CloseForbidden || !strings.Contains(reason, "revoked") {
+			t.Fatalf("closed with %d %q, want 4403", code, reason)
+		}
+		if took := time.Since(revoked); took > 10*time.Second {
+			t.Fatalf("closed %s after the revocation, want within 10s", took)
+		}
+
+		// An expiring key closes it when it expires.
+		short, secret, err := e.App.Admin.CreateKey(context.Background(), e.Guest.User.ID, "short", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = short
+		c = dialWS(t, e.URL, nil, bearer(secret))
+		c.ack()
+		e.Clock.Advance(2 * time.Hour)
+		if code, reason := c.closed(15 * time.Second); code != graph.CloseForbidden {
+			t.Fatalf("expired: closed with %d %q, want 4403", code, reason)
+		}
+		header.quiet(100 * time.Millisecond) // the header-authenticated socket stays open
+	})
+}
+
+func waitForSubscriptions0(t *testing.T, e *liveEnv, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.App.Live.Subscriptions() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the subscription outlived its socket", name)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A key holds at most 20 subscriptions; the 21st gets an error message, and
+// completing one makes room. Each subscribe counts against the rate limit.
+func TestSubscriptionLimits(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, resttest.Settings{})
+		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		c.ack()
+		for i := range 20 {
+			c.subscribe(fmt.Sprint(i), `subscription { events { id } }`, nil)
+		}
+		waitForSubscriptions(t, e, 20)
+		c.subscribe("21", `subscription { events { id } }`, nil)
+		if f := c.failure("21", 10*time.Second); f.Extensions["code"] != "too_many_requests" {
+			t.Fatalf("21st: %v", f)
+		}
+		// Another socket of the same key is refused too; another key is not.
+		d := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		d.ack()
+		d.subscribe("x", `subscription { events { id } }`, nil)
+		if f := d.failure("x", 10*time.Second); f.Extensions["code"] != "too_many_requests" {
+			t.Fatalf("other socket: %v", f)
+		}
+		m := dialWS(t, e.URL, nil, bearer(e.Member.Key))
+		m.ack()
+		m.subscribe("m", `subscription { events { id } }`, nil)
+		waitForSubscriptions(t, e, 21)
+		c.send(wsMessage{ID: "0", Type: "complete"})
+		if m := c.next(10 * time.Second); m.Type != "complete" || m.ID != "0" { // gqlgen confirms it
+			t.Fatalf("after complete: %s %s %s", m.Type, m.ID, m.Payload)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for e.App.Live.Subscriptions() != 20 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c.subscribe("22", `subscription { events { id } }`, nil)
+		waitForSubscriptions(t, e, 21)
+		c.quiet(200 * time.Millisecond)
+	})
+}
+
+func TestSubscribeCountsAgainstTheRateLimit(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, resttest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 3 })
+		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		c.ack()
+		e.Get("/v1/users/me", e.Guest.Key).ExpectStatus(t, http.StatusOK)
+		c.subscribe("1", `subscription { events { id } }`, nil)
+		c.subscribe("2", `subscription { events { id } }`, nil)
+		waitForSubscriptions(t, e, 2)
+		c.subscribe("3", `subscription { events { id } }`, nil)
+		if f := c.failure("3", 10*time.Second); f.Extensions["code"] != "too_many_requests" || !strings.Contains(f.Message, "Too many requests") {
+			t.Fatalf("past the limit: %v", f)
+		}
+		e.Get("/v1/users/me", e.Guest.Key).ExpectError(t, http.StatusTooManyRequests, "too_many_requests", "")
+		if n := e.App.Live.Subscriptions(); n != 2 {
+			t.Fatalf("%d subscriptions, want 2", n)
+		}
+	})
+}
+
+// With after, a subscription first receives what followed that event in
+// the log, then the live events, with no gap and no repeat; an unknown,
+// foreign or malformed after is refused with validation_failed.
+func TestSubscriptionResumesAfterAnEvent(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, resttest.Settings{})
+		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Resume", "key": "RES"})
+		prj.ExpectStatus(t, http.StatusCreated)
+		for i := range 5 {
+			e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": fmt.Sprint("T", i)}).ExpectStatus(t, http.StatusCreated)
+		}
+		log := e.Get("/v1/events?limit=100", e.Guest.Key)
+		log.ExpectStatus(t, http.StatusOK)
+		events := log.JSON["data"].([]any)
+		if len(events) != 6 {
+			t.Fatalf("%d events, want 6", len(events))
+		}
+		after := events[2].(map[string]any)["id"].(string)
+
+		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		c.ack()
+		c.subscribe("r", eventsSubscription, map[string]any{"after": after})
+		for _, want := range events[3:] {
+			if got := c.event("r", 10*time.Second); got["id"] != want.(map[string]any)["id"] {
+				t.Fatalf("replayed %v, want %v", got["id"], want.(map[string]any)["id"])
+			}
+		}
+		live := e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "Live"})
+		live.ExpectStatus(t, http.StatusCreated)
+		if got := c.event("r", 10*time.Second); got["task"].(map[string]any)["id"] != live.Str("id") {
+			t.Fatalf("live event %v", got)
+		}
+		c.quiet(300 * time.Millisecond)
+
+		otherEvent := e.Send(http.MethodPost, "/v1/projects", e.Other.Key, map[string]any{"name": "G", "key": "GGG"})
+		otherEvent.ExpectStatus(t, http.StatusCreated)
+		foreign := e.Get("/v1/events", e.Other.Key).JSON["data"].([]any)[0].(map[string]any)["id"].(string)
+		for name, bad := range map[string]string{
+			"unknown": "evt_" + strings.Repeat("a", 24), "foreign": foreign, "malformed": "tsk_123",
+		} {
+			c.subscribe(name, eventsSubscription, map[string]any{"after": bad})
+			f := c.failure(name, 10*time.Second)
+			if f.Extensions["code"] != "validation_failed" || f.Extensions["param"] != "after" {
+				t.Fatalf("%s after: %v", name, f)
+			}
+		}
+	})
+}
+
+// A subscriber that stops reading falls behind; past the limit its
+// subscription ends with subscriber_too_slow, after the events it was
+// sent, and it resumes with after from the last one it received.
+func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, resttest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
+		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})
+		prj.ExpectStatus(t, http.StatusCreated)
+
+		// Subscribed through the core: the feed's channel is what the
+		// socket's writer drains. It reads ten events, then stops.
+		e.Get("/v1/events", e.Guest.Key).ExpectStatus(t, http.StatusOK)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		feed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		createTasks(t, e, prj.Str("id"), 10)
+		var got []string
+		for len(got) < 10 {
+			select {
+			case ev := <-feed.C:
+				got = append(got, ev.ID)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%d events, want 10", len(got))
+			}
+		}
+		const more = 1_100
+		createTasks(t, e, prj.Str("id"), more)
+		for ev := range feed.C {
+			got = append(got, ev.ID)
+		}
+		if code := domain.ErrorCode(feed.Err()); code != domain.CodeSubscriberTooSlow {
+			t.Fatalf("feed ended with %v after %d events, want subscriber_too_slow", feed.Err(), len(got))
+		}
+		if len(got) >= 10+more {
+			t.Fatalf("%d events before the cut: all of them", len(got))
+		}
+		t.Logf("cut off after %d of %d events", len(got), 10+more)
+		n := 10 + more
+		// Resume after the last one received: the rest, exactly.
+		last := got[len(got)-1]
+		resumed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{After: &last, AfterParam: "after"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(got) < n {
+			select {
+			case ev := <-resumed.C:
+				got = append(got, ev.ID)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("resumed feed stalled at %d events: %v", len(got), resumed.Err())
+			}
+		}
+		log := allEventIDs(t, e, e.Guest.Key)
+		if strings.Join(log[1:], ",") != strings.Join(got, ",") { // log[0] is project.created
+			t.Fatalf("the feed and its resumption differ from the log (%d against %d events)", len(got), len(log)-1)
+		}
+	})
+}
+
+func guestActor(t *testing.T, e *liveEnv) domain.Actor {
+	t.Helper()
+	a, err := e.App.Auth.Authenticate(context.Background(), e.Guest.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// createTasks creates n tasks in the project over REST, eight at a time.
+func createTasks(t *testing.T, e *liveEnv, projectID string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	jobs := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				res := e.Do(resttest.Request{Method: http.MethodPost, Path: "/v1/projects/" + projectID + "/tasks", Key: e.Member.Key,
+					Body: map[string]any{"title": fmt.Sprint("Task ", i)}})
+				if res.Status != http.StatusCreated {
+					errs <- fmt.Sprintf("create %d: %d %s", i, res.Status, res.Body)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for msg := range errs {
+		t.Fatal(msg)
+	}
+}
+
+// allEventIDs pages through GET /v1/events with starting_after.
+func allEventIDs(t *testing.T, e *liveEnv, key string) []string {
+	t.Helper()
+	var ids []string
+	path := "/v1/events?limit=100"
+	for {
+		res := e.Get(path, key)
+		res.ExpectStatus(t, http.StatusOK)
+		data := res.JSON["data"].([]any)
+		for _, d := range data {
+			ids = append(ids, d.(map[string]any)["id"].(string))
+		}
+		if more, _ := res.JSON["pagination"].(map[string]any)["has_more"].(bool); !more {
+			return ids
+		}
+		path = "/v1/events?limit=100&starting_after=" + ids[len(ids)-1]
+	}
+}
