@@ -28,7 +28,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify bench load clean test-image test-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -173,6 +173,9 @@ check-docs-assets: docs-assets ## fail when make docs-assets changes the committ
 
 webhook-verify: ## install the standardwebhooks npm package into tools/webhook-verify (the webhook signature tests use it)
 	npm ci --prefix tools/webhook-verify --no-audit --no-fund
+
+graphql-ws-client: ## install the graphql-ws npm client into tools/graphql-ws-client (the subscription tests run it)
+	npm ci --prefix tools/graphql-ws-client --no-audit --no-fund
 
 check-generate: ## fail when regenerating changes or adds files under graph/
 	@if [ ! -f gqlgen.yml ]; then \
