@@ -647,3 +647,113 @@ func allEventIDs(t *testing.T, e *liveEnv, key string) []string {
 		path = "/v1/events?limit=100&starting_after=" + ids[len(ids)-1]
 	}
 }
+
+// A subscription sent with POST is refused: it needs a WebSocket.
+func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		r := gql(t, e, e.Guest.Key, `subscription { events { id } }`, nil)
+		if len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "validation_failed" || r.Errors[0].Extensions["param"] != "query" ||
+			!strings.Contains(r.Errors[0].Message, "WebSocket") {
+			t.Fatalf("got %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// Bad input over a socket (contract section 15) never crashes the server
+// or gets an internal error: each is answered with the protocol's close
+// code or an error, and the server goes on serving.
+func TestWebSocketBadInput(t *testing.T) {
+	e := newLiveEnv(t, storetest.SQLite(t), resttest.Settings{})
+	raw := func(c *wsClient, typ websocket.MessageType, data []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.conn.Write(ctx, typ, data)
+	}
+	huge := `{"type":"subscribe","id":"1","payload":{"query":"` + strings.Repeat("a", 2<<20) + `"}}`
+	closes := map[string]struct {
+		before func(*wsClient) // after dialing, before the ack
+		msg    string
+		code   websocket.StatusCode
+	}{
+		"not JSON before init":        {msg: "{", code: 1002},
+		"unknown message before init": {msg: `{"type":"hello"}`, code: 1002},
+		"subscribe before init":       {msg: `{"type":"subscribe","id":"1","payload":{"query":"subscription { events { id } }"}}`, code: 1002},
+		"not JSON after init":         {before: func(c *wsClient) { c.ack() }, msg: "{", code: 1000}, // gqlgen ends the socket
+		"unknown type after init":     {before: func(c *wsClient) { c.ack() }, msg: `{"type":"hello"}`, code: 1000},
+		"a message over the limit":    {before: func(c *wsClient) { c.ack() }, msg: huge, code: websocket.StatusMessageTooBig},
+	}
+	for name, tc := range closes {
+		var c *wsClient
+		if tc.before == nil {
+			c = dialRaw(t, e.URL)
+		} else {
+			c = dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+			tc.before(c)
+		}
+		raw(c, websocket.MessageText, []byte(tc.msg))
+		if code, reason := c.closed(10 * time.Second); code != tc.code {
+			t.Fatalf("%s: closed with %d %q, want %d", name, code, reason, tc.code)
+		}
+	}
+	// Errors that leave the socket open: each is an error for its id.
+	c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+	c.ack()
+	for name, payload := range map[string]string{
+		"syntax":        `{"query":"subscription {"}`,
+		"unknown field": `{"query":"subscription { nope }"}`,
+		"bad enum":      `{"query":"subscription { events(types: [NOPE]) { id } }"}`,
+		"bad variables": `{"query":"subscription($a: ID) { events(after: $a) { id } }","variables":{"a":{"x":1}}}`,
+		"two fields":    `{"query":"subscription { a: events { id } b: events { id } }"}`,
+		"no field":      `{"query":"subscription { ... on Subscription { __typename } }"}`,
+		"null bytes":    `{"query":"subscription { events(projectId: \"prj_\u0000\") { id } }"}`,
+	} {
+		raw(c, websocket.MessageText, []byte(`{"type":"subscribe","id":"`+name+`","payload":`+payload+`}`))
+		m := c.next(10 * time.Second)
+		for m.Type == "complete" && m.ID != name { // gqlgen completes some refused operations
+			m = c.next(10 * time.Second)
+		}
+		if m.ID != name || (m.Type != "next" && m.Type != "error") || strings.Contains(string(m.Payload), "internal_error") {
+			t.Fatalf("%s: got %s %s", name, m.Type, m.Payload)
+		}
+	}
+	drain := time.After(300 * time.Millisecond)
+	for draining := true; draining; {
+		select {
+		case m := <-c.msgs:
+			if m.Type != "complete" {
+				t.Fatalf("unexpected %s %s %s", m.Type, m.ID, m.Payload)
+			}
+		case <-drain:
+			draining = false
+		}
+	}
+	// The socket and the server still work.
+	c.subscribe("ok", `subscription { events { id } }`, nil)
+	waitForSubscriptions(t, e, 1)
+	e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Still", "key": "STL"}).ExpectStatus(t, http.StatusCreated)
+	if got := c.event("ok", 10*time.Second); got["id"] == nil {
+		t.Fatalf("got %v", got)
+	}
+	if strings.Contains(e.Logs.String(), `"level":"ERROR"`) {
+		t.Fatalf("server errors logged:\n%s", e.Logs)
+	}
+}
+
+// dialRaw opens a socket without sending connection_init.
+func dialRaw(t *testing.T, url string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, res, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	if res.Body != nil {
+		_ = res.Body.Close()
+	}
+	c := &wsClient{t: t, conn: conn, msgs: make(chan wsMessage, 100), done: make(chan struct{})}
+	go c.read()
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	return c
+}

@@ -439,9 +439,18 @@ func (wsOperations) ExtensionName() string                   { return "WebSocket
 func (wsOperations) Validate(graphql.ExecutableSchema) error { return nil }
 
 func (x wsOperations) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	if err := x.edge.TakeRequest(ctx, actor(ctx).KeyID); err != nil {
+	refuse := func(err error) graphql.ResponseHandler {
 		transport.AddSubscriptionError(ctx, presentError(ctx, err))
 		return func(context.Context) *graphql.Response { return nil }
+	}
+	if err := x.edge.TakeRequest(ctx, actor(ctx).KeyID); err != nil {
+		return refuse(err)
+	}
+	// GraphQL's rule "subscriptions select a single root field", which
+	// gqlgen would otherwise report as an internal failure at run time.
+	if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation == ast.Subscription &&
+		len(graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{"Subscription"})) != 1 {
+		return refuse(domain.Invalid("query", "A subscription selects exactly one root field."))
 	}
 	return next(ctx)
 }

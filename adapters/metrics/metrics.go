@@ -72,6 +72,11 @@ func (m *Metrics) ObserveRequest(route, method string, status int, took time.Dur
 		route = "unmatched"
 	}
 	m.requests.WithLabelValues(api, route, method, strconv.Itoa(status)).Inc()
+	if status == http.StatusSwitchingProtocols {
+		// A WebSocket: its "request" lasts as long as the socket, which is
+		// not a latency (worktrack_graphql_subscriptions counts them).
+		return
+	}
 	m.duration.WithLabelValues(api, route, method).Observe(took.Seconds())
 }
 

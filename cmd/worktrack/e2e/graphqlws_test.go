@@ -343,7 +343,8 @@ func TestSubscriptionsResumeExactlyAcrossProcesses(t *testing.T) {
 	if failures.Load() > 0 {
 		t.Fatalf("%d writes failed", failures.Load())
 	}
-	for read() > 0 {
+	for read() > 0 { // what the writers left
+		continue
 	}
 
 	var all []string
@@ -477,7 +478,7 @@ func subscribeFor(url, key, after string, d time.Duration, stop <-chan struct{})
 	if res.Body != nil {
 		_ = res.Body.Close()
 	}
-	defer conn.CloseNow()
+	defer func() { _ = conn.CloseNow() }()
 	conn.SetReadLimit(1 << 24)
 	send := func(v any) error {
 		raw, _ := json.Marshal(v)
