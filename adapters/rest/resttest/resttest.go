@@ -89,7 +89,7 @@ type Env struct {
 	// Other is an admin of a second workspace, for tenancy tests.
 	Other          Member
 	OtherWorkspace domain.Workspace
-	Logs           *bytes.Buffer
+	Logs           *LogBuffer
 }
 
 // Option adjusts the HTTP edge before it is built.
@@ -121,9 +121,9 @@ func NewWith(t testing.TB, db *store.DB, set Settings, opts ...Option) *Env {
 		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
 		Addresses: webhook.AddressChecker{AllowPrivate: set.AllowPrivateWebhooks}, EventWatch: db,
 	}, app.Options{Live: set.Live})
-	logs := &bytes.Buffer{}
+	logs := &LogBuffer{}
 	o := httpedge.Options{
-		Logger:  slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, nil)),
+		Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
 		Clock:   clock,
 		Limiter: ratelimit.NewMemory(),
 		Ready:   db.Ping,
@@ -285,13 +285,29 @@ func (r *Response) ExpectStatus(t testing.TB, status int) {
 	}
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// LogBuffer is the server's log, written by its goroutines and read by the
+// test at any time.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String is the log so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Bytes is a copy of the log so far.
+func (l *LogBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.buf.Bytes())
 }
