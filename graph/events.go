@@ -105,26 +105,14 @@ func subscribeEvents(ctx context.Context, a *app.App, types []domain.EventType, 
 	for _, t := range types {
 		req.Types = append(req.Types, string(t))
 	}
-	out := make(chan *domain.LoggedEvent)
-	feed, err := a.Live.Subscribe(ctx, actor(ctx), req)
+	req.Ended = func(err error) { transport.AddSubscriptionError(ctx, presentError(ctx, err)) }
+	events, err := a.Live.Subscribe(ctx, actor(ctx), req)
 	if err != nil {
 		// An error message, not a result: the subscription never started.
 		transport.AddSubscriptionError(ctx, presentError(ctx, err))
-		close(out)
-		return out
+		closed := make(chan *domain.LoggedEvent)
+		close(closed)
+		return closed
 	}
-	go func() {
-		defer close(out)
-		for e := range feed.C {
-			select {
-			case out <- &e:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if err := feed.Err(); err != nil {
-			transport.AddSubscriptionError(ctx, presentError(ctx, err))
-		}
-	}()
-	return out
+	return events
 }

@@ -542,7 +542,8 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 		e.Get("/v1/events", e.Guest.Key).ExpectStatus(t, http.StatusOK)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		feed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{})
+		var ended error
+		feed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{Ended: func(err error) { ended = err }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -550,7 +551,7 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 		var got []string
 		for len(got) < 10 {
 			select {
-			case ev := <-feed.C:
+			case ev := <-feed:
 				got = append(got, ev.ID)
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%d events, want 10", len(got))
@@ -558,11 +559,11 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 		}
 		const more = 1_100
 		createTasks(t, e, prj.Str("id"), more)
-		for ev := range feed.C {
+		for ev := range feed {
 			got = append(got, ev.ID)
 		}
-		if code := domain.ErrorCode(feed.Err()); code != domain.CodeSubscriberTooSlow {
-			t.Fatalf("feed ended with %v after %d events, want subscriber_too_slow", feed.Err(), len(got))
+		if code := domain.ErrorCode(ended); code != domain.CodeSubscriberTooSlow {
+			t.Fatalf("feed ended with %v after %d events, want subscriber_too_slow", ended, len(got))
 		}
 		if len(got) >= 10+more {
 			t.Fatalf("%d events before the cut: all of them", len(got))
@@ -577,10 +578,10 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 		}
 		for len(got) < n {
 			select {
-			case ev := <-resumed.C:
+			case ev := <-resumed:
 				got = append(got, ev.ID)
 			case <-time.After(10 * time.Second):
-				t.Fatalf("resumed feed stalled at %d events: %v", len(got), resumed.Err())
+				t.Fatalf("resumed feed stalled at %d events", len(got))
 			}
 		}
 		log := allEventIDs(t, e, e.Guest.Key)

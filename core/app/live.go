@@ -118,18 +118,11 @@ type SubscribeRequest struct {
 	ProjectParam string
 	After        *string
 	AfterParam   string
+	// Ended, when set, is told why a feed that did not end with its
+	// context ended (subscriber_too_slow, or a failure to read the log),
+	// just before its channel closes.
+	Ended func(error)
 }
-
-// Feed is one subscription's stream of events. C is closed when the
-// subscription ends: its context ended, or Err tells why.
-type Feed struct {
-	C   <-chan domain.LoggedEvent
-	err error
-}
-
-// Err is why the feed ended (read it after C is closed): nil when its
-// context ended; subscriber_too_slow; or the failure to read the log.
-func (f *Feed) Err() error { return f.err }
 
 // subscriber is what the feed knows of one subscription.
 type subscriber struct {
@@ -153,7 +146,11 @@ func (s *subscriber) matches(e *domain.LoggedEvent) bool {
 // subscribe. It is refused with validation_failed for bad filters or an
 // After that is not an event of the workspace still in the log, and with
 // too_many_requests when the key holds MaxPerKey subscriptions already.
-func (l *Live) Subscribe(ctx context.Context, a domain.Actor, r SubscribeRequest) (*Feed, error) {
+//
+// The events arrive on the returned channel, which closes when the
+// subscription ends: when ctx ends, or, after r.Ended was told why, when
+// the subscriber fell behind or the log could not be read.
+func (l *Live) Subscribe(ctx context.Context, a domain.Actor, r SubscribeRequest) (<-chan *domain.LoggedEvent, error) {
 	if err := a.Require(domain.PermRead); err != nil {
 		return nil, err
 	}
@@ -188,11 +185,10 @@ func (l *Live) Subscribe(ctx context.Context, a domain.Actor, r SubscribeRequest
 	if err := l.join(s); err != nil {
 		return nil, err
 	}
-	out := make(chan domain.LoggedEvent)
-	f := &Feed{C: out}
-	go l.pump(ctx, s, from, out, f)
+	out := make(chan *domain.LoggedEvent)
+	go l.pump(ctx, s, from, out, r.Ended)
 	wake(l.kick)
-	return f, nil
+	return out, nil
 }
 
 // start is the position after which the subscription's events are: After's,
@@ -255,18 +251,22 @@ const page = 256
 
 // pump sends s its events after cursor, in log order, until ctx ends or it
 // falls more than MaxBehind events behind.
-func (l *Live) pump(ctx context.Context, s *subscriber, cursor int64, out chan<- domain.LoggedEvent, f *Feed) {
+func (l *Live) pump(ctx context.Context, s *subscriber, cursor int64, out chan<- *domain.LoggedEvent, ended func(error)) {
 	defer close(out)
 	defer l.leave(s)
+	end := func(err error) {
+		if ended != nil && ctx.Err() == nil {
+			ended(err)
+		}
+	}
 	for {
 		batch, next, wait, err := l.next(ctx, s, cursor)
 		if err != nil {
-			if ctx.Err() == nil {
-				f.err = err
-			}
+			end(err)
 			return
 		}
-		for _, e := range batch {
+		for i := range batch {
+			e := &batch[i]
 			for sent := false; !sent; {
 				select {
 				case out <- e:
@@ -275,8 +275,8 @@ func (l *Live) pump(ctx context.Context, s *subscriber, cursor int64, out chan<-
 					return
 				case <-wait:
 					if l.behind(s, e.Seq-1) > l.o.MaxBehind {
-						f.err = domain.Errorf(domain.CodeSubscriberTooSlow,
-							"This subscription fell more than %d events behind and has ended. Subscribe again with after set to the id of the last event you received.", l.o.MaxBehind)
+						end(domain.Errorf(domain.CodeSubscriberTooSlow,
+							"This subscription fell more than %d events behind and has ended. Subscribe again with after set to the id of the last event you received.", l.o.MaxBehind))
 						return
 					}
 					wait = l.changes()
