@@ -108,7 +108,7 @@ func configure(srv *handler.Server, o Options) {
 func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	o.defaults()
 	api := edge.API(Path, renderHTTPError)
-	sockets := newSockets()
+	sockets := newSockets(a.Auth)
 	ws := newWSHandler(edge, api, a, o, sockets)
 	h := &httpHandler{gql: NewServer(a, o), app: a, wait: o.LoaderWait, api: api}
 	graphiql := graphiqlFile("index.html", "text/html; charset=utf-8")

@@ -56,13 +56,49 @@ const (
 // Sockets are the open GraphQL WebSockets of this process. Mount returns
 // them, so that the server closes them on shutdown (Close).
 type Sockets struct {
-	mu     sync.Mutex
-	open   map[*socket]struct{}
-	closed bool
-	done   sync.WaitGroup // one per socket, until its close handshake ended
+	auth     *app.Auth
+	mu       sync.Mutex
+	open     map[*socket]struct{}
+	closed   bool
+	done     sync.WaitGroup // one per socket, until its close handshake ended
+	watching sync.Once
+	stop     chan struct{}
 }
 
-func newSockets() *Sockets { return &Sockets{open: map[*socket]struct{}{}} }
+func newSockets(auth *app.Auth) *Sockets {
+	return &Sockets{auth: auth, open: map[*socket]struct{}{}, stop: make(chan struct{})}
+}
+
+// watchKeys resolves the keys of the open sockets again every wsKeyCheck,
+// each distinct key once, and closes with 4403 the sockets whose key no
+// longer resolves (revoked, expired), until Close.
+func (ss *Sockets) watchKeys() {
+	t := time.NewTicker(wsKeyCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.stop:
+			return
+		case <-t.C:
+		}
+		bySecret := map[string][]*socket{}
+		ss.mu.Lock()
+		for s := range ss.open {
+			if secret := s.authenticated(); secret != "" {
+				bySecret[secret] = append(bySecret[secret], s)
+			}
+		}
+		ss.mu.Unlock()
+		for secret, sockets := range bySecret {
+			_, err := ss.auth.Authenticate(context.Background(), secret)
+			if c := domain.ErrorCode(err); err != nil && (c == domain.CodeInvalidAPIKey || c == domain.CodeMissingAPIKey) {
+				for _, s := range sockets {
+					s.closeWith(CloseForbidden, "invalid_api_key: The API key was revoked or has expired.")
+				}
+			}
+		}
+	}
+}
 
 // add registers s, or refuses it once Close has begun.
 func (ss *Sockets) add(s *socket) bool {
@@ -71,6 +107,7 @@ func (ss *Sockets) add(s *socket) bool {
 	if ss.closed {
 		return false
 	}
+	ss.watching.Do(func() { go ss.watchKeys() })
 	ss.open[s] = struct{}{}
 	ss.done.Add(1)
 	return true
@@ -93,6 +130,9 @@ func (ss *Sockets) Len() int {
 // away), then waits, until ctx ends, for their close handshakes.
 func (ss *Sockets) Close(ctx context.Context) error {
 	ss.mu.Lock()
+	if !ss.closed {
+		close(ss.stop)
+	}
 	ss.closed = true
 	open := make([]*socket, 0, len(ss.open))
 	for s := range ss.open {
@@ -124,6 +164,7 @@ type socket struct {
 
 	mu        sync.Mutex
 	conn      *websocket.Conn
+	secret    string             // its key, once initialised
 	cancel    context.CancelFunc // of the socket's context, once initialised
 	code      websocket.StatusCode
 	reason    string
@@ -136,6 +177,17 @@ type socketKey struct{}
 func socketOf(ctx context.Context) *socket {
 	s, _ := ctx.Value(socketKey{}).(*socket)
 	return s
+}
+
+// authenticated is the socket's key, "" before connection_init succeeded
+// and once it is closing.
+func (s *socket) authenticated() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.code != 0 {
+		return ""
+	}
+	return s.secret
 }
 
 // closeWith closes the socket with code and reason: through its context
@@ -320,14 +372,13 @@ func headerHas(h http.Header, name, token string) bool {
 // also speaks the legacy graphql-ws subprotocol).
 type wsHandler struct {
 	gql     http.Handler
-	app     *app.App
 	edge    *httpedge.Edge
 	api     *httpedge.API
 	sockets *Sockets
 }
 
 func newWSHandler(edge *httpedge.Edge, api *httpedge.API, a *app.App, o Options, sockets *Sockets) *wsHandler {
-	h := &wsHandler{app: a, edge: edge, api: api, sockets: sockets}
+	h := &wsHandler{edge: edge, api: api, sockets: sockets}
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{App: a}, Complexity: complexity()}))
 	limit := int64(wsReadLimit)
 	srv.AddTransport(transport.Websocket{
@@ -367,7 +418,7 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 // (any case), else the upgrade request's Authorization header. A refused key
 // closes the socket with 4403; then, while the socket is open, the key is
 // resolved again every wsKeyCheck and the socket closed with 4403 once it
-// no longer resolves (revoked, expired).
+// no longer resolves (revoked, expired): Sockets.watchKeys.
 func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	s := socketOf(ctx)
 	header := s.gin.GetHeader("Authorization")
@@ -395,28 +446,9 @@ func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.cancel = cancel
+	s.cancel, s.secret = cancel, secret
 	s.mu.Unlock()
-	go h.watchKey(ctx, s, secret)
 	return withRequest(ctx, &request{actor: who, gin: s.gin}), nil, nil
-}
-
-// watchKey closes s with 4403 once its key stops resolving.
-func (h *wsHandler) watchKey(ctx context.Context, s *socket, secret string) {
-	t := time.NewTicker(wsKeyCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		_, err := h.app.Auth.Authenticate(ctx, secret)
-		if c := domain.ErrorCode(err); err != nil && (c == domain.CodeInvalidAPIKey || c == domain.CodeMissingAPIKey) {
-			s.closeWith(CloseForbidden, "invalid_api_key: The API key was revoked or has expired.")
-			return
-		}
-	}
 }
 
 // wsOperations applies to every operation over a WebSocket what the HTTP
