@@ -48,6 +48,7 @@ type options struct {
 	pairs     int
 	selected  []scenario
 	webhooks  bool // run tools/webhookload after the table
+	subs      bool // run tools/subload after that
 	adminURL  string
 	refSrcDir string
 }
@@ -93,8 +94,18 @@ func run(ctx context.Context) int {
 			return 1
 		}
 	}
+	if opts.subs {
+		if err := runTool(ctx, opts, "./tools/subload"); err != nil {
+			logf("FAILED: subscription scenario: %v", err)
+			return 1
+		}
+	}
 	return 0
 }
+
+// subsScenario is LOAD_SCENARIOS' name for tools/subload's table (1,000
+// idle subscriptions, then writes).
+const subsScenario = "subscriptions"
 
 // webhookScenario is LOAD_SCENARIOS' name for tools/webhookload's table.
 const webhookScenario = "webhooks"
@@ -104,6 +115,12 @@ const webhookScenario = "webhooks"
 // by one and two processes) with bin/worktrack, on the server of
 // TEST_DATABASE_URL. LOAD_QUICK passes through.
 func runWebhooks(ctx context.Context, opts options) error {
+	return runTool(ctx, opts, "./tools/webhookload")
+}
+
+// runTool runs one of the harness's scenario commands with bin/worktrack on
+// the server of TEST_DATABASE_URL; LOAD_QUICK passes through.
+func runTool(ctx context.Context, opts options, pkg string) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
@@ -113,7 +130,7 @@ func runWebhooks(ctx context.Context, opts options) error {
 		goBin = "go"
 	}
 	// goBin is the developer's own go command (make passes GO).
-	cmd := exec.CommandContext(ctx, goBin, "run", "./tools/webhookload", //nolint:gosec // see above
+	cmd := exec.CommandContext(ctx, goBin, "run", pkg, //nolint:gosec // see above
 		"-bin", filepath.Join(root, "bin", "worktrack"), "-db", opts.adminURL)
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -172,7 +189,7 @@ func readOptions() (options, error) {
 		o.pairs = n
 	}
 	o.selected = scenarios
-	o.webhooks = true
+	o.webhooks, o.subs = true, true
 	if v := strings.TrimSpace(os.Getenv("LOAD_SCENARIOS")); v != "" {
 		byName := map[string]scenario{}
 		var names []string
@@ -181,15 +198,19 @@ func readOptions() (options, error) {
 			names = append(names, s.name)
 		}
 		want := map[string]bool{}
-		o.webhooks = false
+		o.webhooks, o.subs = false, false
 		for _, n := range strings.Split(v, ",") {
 			n = strings.TrimSpace(n)
 			if n == webhookScenario {
 				o.webhooks = true
 				continue
 			}
+			if n == subsScenario {
+				o.subs = true
+				continue
+			}
 			if _, ok := byName[n]; !ok {
-				return o, fmt.Errorf("LOAD_SCENARIOS: no scenario %q (have: %s, %s)", n, strings.Join(names, ", "), webhookScenario)
+				return o, fmt.Errorf("LOAD_SCENARIOS: no scenario %q (have: %s, %s)", n, strings.Join(names, ", "), webhookScenario+", "+subsScenario)
 			}
 			want[n] = true
 		}
