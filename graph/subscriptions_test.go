@@ -73,7 +73,13 @@ type wsClient struct {
 	mu   sync.Mutex
 	err  error // why the read loop ended (a close status, say)
 	done chan struct{}
+	gate sync.RWMutex // held by pause: the read loop stops reading the socket
 }
+
+// pause stops reading the socket (the server's writes back up); resume
+// reads again.
+func (c *wsClient) pause()  { c.gate.Lock() }
+func (c *wsClient) resume() { c.gate.Unlock() }
 
 // dialWS opens a socket with the header and sends connection_init with
 // payload (none when nil). It does not wait for the ack.
@@ -106,6 +112,8 @@ func dialWS(t *testing.T, url string, header http.Header, payload map[string]any
 func (c *wsClient) read() {
 	defer close(c.done)
 	for {
+		c.gate.RLock()
+		c.gate.RUnlock()
 		_, data, err := c.conn.Read(context.Background())
 		if err != nil {
 			c.mu.Lock()
@@ -757,4 +765,77 @@ func dialRaw(t *testing.T, url string) *wsClient {
 	go c.read()
 	t.Cleanup(func() { _ = conn.CloseNow() })
 	return c
+}
+
+// Through the real server: a client that stops reading falls behind (here
+// past a limit of 50 events, so that a few hundred fill the socket's
+// buffers); its subscription ends with an error message subscriber_too_slow
+// after the events already sent, the socket stays open, and a subscription
+// with after set to the last event received gets the rest, exactly.
+func TestSlowSocketSubscriberIsCutOffAndResumes(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, resttest.Settings{Live: app.LiveOptions{MaxBehind: 50}}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
+		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})
+		prj.ExpectStatus(t, http.StatusCreated)
+		e.Get("/v1/events", e.Guest.Key).ExpectStatus(t, http.StatusOK)
+		// Every event carries 100 titles of 200 characters: ~20 KB.
+		heavy := `subscription($after: ID) { events(after: $after) { id task { project { tasks(first: 100) { nodes { title } } } } } }`
+		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		c.ack()
+		c.subscribe("s", heavy, nil)
+		waitForSubscriptions(t, e, 1)
+		c.pause()
+		const n = 600
+		createTitled(t, e, prj.Str("id"), n, strings.Repeat("x", 190))
+		c.resume()
+		var got []string
+		for {
+			m := c.next(30 * time.Second)
+			if m.Type == "error" {
+				if !strings.Contains(string(m.Payload), "subscriber_too_slow") || m.ID != "s" {
+					t.Fatalf("error %s %s", m.ID, m.Payload)
+				}
+				break
+			}
+			if m.Type != "next" {
+				t.Fatalf("got %s %s", m.Type, m.Payload)
+			}
+			var p struct {
+				Data struct {
+					Events struct{ ID string } `json:"events"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(m.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p.Data.Events.ID)
+		}
+		t.Logf("cut off after %d of %d events", len(got), n)
+		if len(got) >= n {
+			t.Fatalf("all %d events arrived before the cut", len(got))
+		}
+		if len(got) == 0 {
+			t.Fatal("no event arrived before the cut")
+		}
+		c.subscribe("r", `subscription($after: ID) { events(after: $after) { id } }`, map[string]any{"after": got[len(got)-1]})
+		for len(got) < n {
+			got = append(got, c.event("r", 30*time.Second)["id"].(string))
+		}
+		log := allEventIDs(t, e, e.Guest.Key)
+		if strings.Join(log[1:], ",") != strings.Join(got, ",") {
+			t.Fatalf("the subscription and its resumption differ from the log (%d against %d events)", len(got), len(log)-1)
+		}
+	})
+}
+
+// createTitled is createTasks with long titles.
+func createTitled(t *testing.T, e *liveEnv, projectID string, n int, title string) {
+	t.Helper()
+	for i := range n {
+		res := e.Do(resttest.Request{Method: http.MethodPost, Path: "/v1/projects/" + projectID + "/tasks", Key: e.Member.Key,
+			Body: map[string]any{"title": fmt.Sprint(title, i)}})
+		if res.Status != http.StatusCreated {
+			t.Fatalf("create %d: %d %s", i, res.Status, res.Body)
+		}
+	}
 }

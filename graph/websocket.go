@@ -49,6 +49,9 @@ const (
 	// that a revoked or expired key closes it within 10 seconds (with the
 	// key cache's 5 seconds).
 	wsKeyCheck = 2 * time.Second
+	// wsLoaderWait is how long the dataloaders of one result over a socket
+	// gather loads.
+	wsLoaderWait = time.Millisecond
 	// wsReadLimit bounds a client's message, like a request body.
 	wsReadLimit = httpedge.MaxBodyBytes
 )
@@ -389,7 +392,11 @@ func newWSHandler(edge *httpedge.Edge, api *httpedge.API, a *app.App, o Options,
 		PayloadReadLimit: &limit,
 	})
 	configure(srv, o)
-	srv.Use(wsOperations{edge: edge, app: a, wait: o.LoaderWait})
+	// Each event of a subscription is resolved on its own, one after
+	// another: its loaders gather the loads of that one result, which start
+	// together, so they wait a millisecond rather than LoaderWait, which
+	// would cap a subscription at about 100 events a second.
+	srv.Use(wsOperations{edge: edge, app: a, wait: min(o.LoaderWait, wsLoaderWait)})
 	h.gql = srv
 	return h
 }
