@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,13 +74,21 @@ type wsClient struct {
 	mu   sync.Mutex
 	err  error // why the read loop ended (a close status, say)
 	done chan struct{}
-	gate sync.RWMutex // held by pause: the read loop stops reading the socket
+	gate atomic.Pointer[chan struct{}] // set by pause: the read loop waits for it to close
 }
 
 // pause stops reading the socket (the server's writes back up); resume
 // reads again.
-func (c *wsClient) pause()  { c.gate.Lock() }
-func (c *wsClient) resume() { c.gate.Unlock() }
+func (c *wsClient) pause() {
+	ch := make(chan struct{})
+	c.gate.Store(&ch)
+}
+
+func (c *wsClient) resume() {
+	if ch := c.gate.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
 
 // dialWS opens a socket with the header and sends connection_init with
 // payload (none when nil). It does not wait for the ack.
@@ -112,8 +121,9 @@ func dialWS(t *testing.T, url string, header http.Header, payload map[string]any
 func (c *wsClient) read() {
 	defer close(c.done)
 	for {
-		c.gate.RLock()
-		c.gate.RUnlock()
+		if ch := c.gate.Load(); ch != nil {
+			<-*ch
+		}
 		_, data, err := c.conn.Read(context.Background())
 		if err != nil {
 			c.mu.Lock()
