@@ -64,17 +64,23 @@ if (opts.mode === "events") {
     if (finished) return;
     finished = true;
     if (client) await client.dispose();
-    print({ resumes, ids });
-    process.exit(0);
+    // A pipe is written asynchronously: exit once the line is out.
+    process.stdout.write(JSON.stringify({ resumes, ids }) + "\n", () => process.exit(0));
   };
+  let generation = 0;
   const start = () => {
     const last = ids.length ? ids[ids.length - 1] : from;
     const variables = last ? { after: last } : {};
+    const mine = generation;
     client = connect();
     client.subscribe(
       { query: "subscription($after: ID) { events(after: $after) { id } }", variables },
       {
         next: (r) => {
+          // A client being disposed: what it still receives is not
+          // recorded, and the next subscription replays it (after = the
+          // last event recorded).
+          if (mine !== generation) return;
           if (r.errors) {
             print({ error: r.errors });
             process.exit(1);
@@ -83,7 +89,8 @@ if (opts.mode === "events") {
           if (want && r.data.events.id === want) finish();
         },
         error: (e) => {
-          if (!finished) {
+          // Disposing a client ends its subscription with the socket's close.
+          if (!finished && mine === generation) {
             print({ error: Array.isArray(e) ? e : String(e && (e.reason || e.message || e.code)) });
             process.exit(1);
           }
@@ -93,12 +100,16 @@ if (opts.mode === "events") {
     );
   };
   start();
+  let resuming = false;
   const timer = setInterval(async () => {
-    if (finished) return;
+    if (finished || resuming) return;
+    resuming = true;
     const old = client;
+    generation++;
     await old.dispose();
     resumes++;
-    start();
+    if (!finished) start();
+    resuming = false;
   }, opts.resumeEveryMs || 1000);
   stdin.on("line", (line) => {
     want = line.trim();

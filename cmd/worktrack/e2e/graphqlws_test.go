@@ -363,6 +363,9 @@ func TestSubscriptionsResumeExactlyAcrossProcesses(t *testing.T) {
 	last := all[len(all)-1]
 	fmt.Fprintln(js.stdin, last)
 	res := js.next(60 * time.Second)
+	if _, ok := res["ids"].([]any); !ok {
+		t.Fatalf("graphql-ws client: %.500v", res)
+	}
 	jsIDs := toStrings(res["ids"])
 	goIDs, goResumes := goSub.until(t, last)
 	t.Logf("%d events from 20 writers on process A; on process B the graphql-ws client resumed %v times, the Go subscriber %d times, the REST reader paged with starting_after",
