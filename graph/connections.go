@@ -26,16 +26,20 @@ func pageRequest(first *int, after *string) domain.PageRequest {
 // other's cursors); edge makes one edge of the connection's generated type.
 func connection[T, E any](p domain.Page[T], edge func(cursor string, node *T) E) ([]E, *model.PageInfo) {
 	edges := make([]E, len(p.Items))
-	info := &model.PageInfo{HasNextPage: p.HasMore}
 	for i := range p.Items {
-		cursor := p.Cursor(i)
-		edges[i] = edge(cursor, &p.Items[i])
-		if i == 0 {
-			info.StartCursor = &cursor
-		}
-		info.EndCursor = &cursor
+		edges[i] = edge(p.Cursor(i), &p.Items[i])
 	}
-	return edges, info
+	return edges, pageInfo(p)
+}
+
+// pageInfo is the PageInfo of a page: its first and last items' cursors.
+func pageInfo[T any](p domain.Page[T]) *model.PageInfo {
+	info := &model.PageInfo{HasNextPage: p.HasMore}
+	if n := len(p.Items); n > 0 {
+		start, end := p.Cursor(0), p.Cursor(n-1)
+		info.StartCursor, info.EndCursor = &start, &end
+	}
+	return info
 }
 
 func userConnection(p domain.Page[domain.User]) *model.UserConnection {
@@ -46,11 +50,6 @@ func userConnection(p domain.Page[domain.User]) *model.UserConnection {
 func projectConnection(p domain.Page[domain.Project]) *model.ProjectConnection {
 	edges, info := connection(p, func(c string, n *domain.Project) model.ProjectEdge { return model.ProjectEdge{Cursor: c, Node: n} })
 	return &model.ProjectConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
-}
-
-func taskConnection(p domain.Page[domain.Task]) *model.TaskConnection {
-	edges, info := connection(p, func(c string, n *domain.Task) model.TaskEdge { return model.TaskEdge{Cursor: c, Node: n} })
-	return &model.TaskConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
 }
 
 func webhookConnection(p domain.Page[domain.Webhook]) *model.WebhookConnection {

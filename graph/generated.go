@@ -36,7 +36,6 @@ type ResolverRoot interface {
 	Project() ProjectResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
-	Task() TaskResolver
 }
 
 type DirectiveRoot struct {
@@ -195,7 +194,7 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type EventResolver interface {
-	Task(ctx context.Context, obj *domain.LoggedEvent) (*domain.Task, error)
+	Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error)
 	Project(ctx context.Context, obj *domain.LoggedEvent) (*domain.Project, error)
 	PreviousAttributes(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error)
 	Payload(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error)
@@ -203,8 +202,8 @@ type EventResolver interface {
 type MutationResolver interface {
 	CreateProject(ctx context.Context, input model.CreateProjectInput) (*domain.Project, error)
 	UpdateProject(ctx context.Context, id string, input model.UpdateProjectInput) (*domain.Project, error)
-	CreateTask(ctx context.Context, projectID *string, input model.CreateTaskInput) (*domain.Task, error)
-	UpdateTask(ctx context.Context, id string, input model.UpdateTaskInput) (*domain.Task, error)
+	CreateTask(ctx context.Context, projectID *string, input model.CreateTaskInput) (*model.Task, error)
+	UpdateTask(ctx context.Context, id string, input model.UpdateTaskInput) (*model.Task, error)
 	DeleteTask(ctx context.Context, id string) (*string, error)
 	CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookWithSecret, error)
 	UpdateWebhook(ctx context.Context, id string, input model.UpdateWebhookInput) (*domain.Webhook, error)
@@ -219,7 +218,7 @@ type QueryResolver interface {
 	Users(ctx context.Context, first *int, after *string) (*model.UserConnection, error)
 	Projects(ctx context.Context, first *int, after *string) (*model.ProjectConnection, error)
 	Project(ctx context.Context, id string) (*domain.Project, error)
-	Task(ctx context.Context, id string) (*domain.Task, error)
+	Task(ctx context.Context, id string) (*model.Task, error)
 	Webhooks(ctx context.Context, first *int, after *string) (*model.WebhookConnection, error)
 	Webhook(ctx context.Context, id string) (*domain.Webhook, error)
 	Events(ctx context.Context, first *int, after *string, types []domain.EventType, projectID *string) (*model.EventConnection, error)
@@ -227,11 +226,6 @@ type QueryResolver interface {
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []domain.EventType, projectID *string, after *string) (<-chan *domain.LoggedEvent, error)
-}
-type TaskResolver interface {
-	Project(ctx context.Context, obj *domain.Task) (*domain.Project, error)
-
-	Assignee(ctx context.Context, obj *domain.Task) (*domain.User, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -2239,8 +2233,8 @@ func (ec *executionContext) _Event_task(ctx context.Context, field graphql.Colle
 			return ec.Resolvers.Event().Task(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *domain.Task) graphql.Marshaler {
-			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Task) graphql.Marshaler {
+			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, selections, v)
 		},
 		true,
 		false,
@@ -2589,8 +2583,8 @@ func (ec *executionContext) _Mutation_createTask(ctx context.Context, field grap
 			return ec.Resolvers.Mutation().CreateTask(ctx, fc.Args["projectId"].(*string), fc.Args["input"].(model.CreateTaskInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *domain.Task) graphql.Marshaler {
-			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Task) graphql.Marshaler {
+			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, selections, v)
 		},
 		true,
 		false,
@@ -2633,8 +2627,8 @@ func (ec *executionContext) _Mutation_updateTask(ctx context.Context, field grap
 			return ec.Resolvers.Mutation().UpdateTask(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateTaskInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *domain.Task) graphql.Marshaler {
-			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Task) graphql.Marshaler {
+			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, selections, v)
 		},
 		true,
 		false,
@@ -3486,8 +3480,8 @@ func (ec *executionContext) _Query_task(ctx context.Context, field graphql.Colle
 			return ec.Resolvers.Query().Task(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *domain.Task) graphql.Marshaler {
-			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Task) graphql.Marshaler {
+			return ec.marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, selections, v)
 		},
 		true,
 		false,
@@ -3813,7 +3807,7 @@ func (ec *executionContext) fieldContext_Subscription_events(ctx context.Context
 	return fc, nil
 }
 
-func (ec *executionContext) _Task_id(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_id(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3836,7 +3830,7 @@ func (ec *executionContext) fieldContext_Task_id(_ context.Context, field graphq
 	return graphql.NewScalarFieldContext("Task", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Task_projectId(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_projectId(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3859,7 +3853,7 @@ func (ec *executionContext) fieldContext_Task_projectId(_ context.Context, field
 	return graphql.NewScalarFieldContext("Task", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Task_project(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_project(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3868,7 +3862,7 @@ func (ec *executionContext) _Task_project(ctx context.Context, field graphql.Col
 			return ec.fieldContext_Task_project(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Task().Project(ctx, obj)
+			return obj.Project()
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *domain.Project) graphql.Marshaler {
@@ -3883,7 +3877,7 @@ func (ec *executionContext) fieldContext_Task_project(_ context.Context, field g
 		Object:     "Task",
 		Field:      field,
 		IsMethod:   true,
-		IsResolver: true,
+		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Project(ctx, field)
 		},
@@ -3891,7 +3885,7 @@ func (ec *executionContext) fieldContext_Task_project(_ context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Task_title(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_title(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3914,7 +3908,7 @@ func (ec *executionContext) fieldContext_Task_title(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Task", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Task_status(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_status(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3937,7 +3931,7 @@ func (ec *executionContext) fieldContext_Task_status(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Task", field, false, false, errors.New("field of type TaskStatus does not have child fields"))
 }
 
-func (ec *executionContext) _Task_assigneeId(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_assigneeId(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3960,7 +3954,7 @@ func (ec *executionContext) fieldContext_Task_assigneeId(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Task", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Task_assignee(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_assignee(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3969,7 +3963,7 @@ func (ec *executionContext) _Task_assignee(ctx context.Context, field graphql.Co
 			return ec.fieldContext_Task_assignee(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Task().Assignee(ctx, obj)
+			return obj.Assignee()
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *domain.User) graphql.Marshaler {
@@ -3984,7 +3978,7 @@ func (ec *executionContext) fieldContext_Task_assignee(_ context.Context, field 
 		Object:     "Task",
 		Field:      field,
 		IsMethod:   true,
-		IsResolver: true,
+		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_User(ctx, field)
 		},
@@ -3992,7 +3986,7 @@ func (ec *executionContext) fieldContext_Task_assignee(_ context.Context, field 
 	return fc, nil
 }
 
-func (ec *executionContext) _Task_dueAt(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_dueAt(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4015,7 +4009,7 @@ func (ec *executionContext) fieldContext_Task_dueAt(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Task", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
-func (ec *executionContext) _Task_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4038,7 +4032,7 @@ func (ec *executionContext) fieldContext_Task_createdAt(_ context.Context, field
 	return graphql.NewScalarFieldContext("Task", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
-func (ec *executionContext) _Task_updatedAt(ctx context.Context, field graphql.CollectedField, obj *domain.Task) (ret graphql.Marshaler) {
+func (ec *executionContext) _Task_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4070,7 +4064,7 @@ func (ec *executionContext) _TaskConnection_edges(ctx context.Context, field gra
 			return ec.fieldContext_TaskConnection_edges(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Edges, nil
+			return obj.Edges(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []model.TaskEdge) graphql.Marshaler {
@@ -4084,7 +4078,7 @@ func (ec *executionContext) fieldContext_TaskConnection_edges(_ context.Context,
 	fc = &graphql.FieldContext{
 		Object:     "TaskConnection",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_TaskEdge(ctx, field)
@@ -4105,8 +4099,8 @@ func (ec *executionContext) _TaskConnection_nodes(ctx context.Context, field gra
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []domain.Task) graphql.Marshaler {
-			return ec.marshalNTask2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4192,8 +4186,8 @@ func (ec *executionContext) _TaskEdge_node(ctx context.Context, field graphql.Co
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *domain.Task) graphql.Marshaler {
-			return ec.marshalNTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6153,9 +6147,9 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._User(ctx, sel, obj)
-	case domain.Task:
+	case model.Task:
 		return ec._Task(ctx, sel, &obj)
-	case *domain.Task:
+	case *model.Task:
 		if obj == nil {
 			return graphql.Null
 		}
@@ -7107,7 +7101,7 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 
 var taskImplementors = []string{"Task", "Node"}
 
-func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj *domain.Task) graphql.Marshaler {
+func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj *model.Task) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, taskImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -7120,118 +7114,52 @@ func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj
 		case "id":
 			out.Values[i] = ec._Task_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "projectId":
 			out.Values[i] = ec._Task_projectId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "project":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Task_project(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Task_project(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "title":
 			out.Values[i] = ec._Task_title(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "status":
 			out.Values[i] = ec._Task_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "assigneeId":
 			out.Values[i] = ec._Task_assigneeId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "assignee":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Task_assignee(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Task_assignee(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "dueAt":
 			out.Values[i] = ec._Task_dueAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "createdAt":
 			out.Values[i] = ec._Task_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "updatedAt":
 			out.Values[i] = ec._Task_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -8360,15 +8288,15 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 	return res
 }
 
-func (ec *executionContext) marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx context.Context, sel ast.SelectionSet, v domain.Task) graphql.Marshaler {
+func (ec *executionContext) marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx context.Context, sel ast.SelectionSet, v model.Task) graphql.Marshaler {
 	return ec._Task(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNTask2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Task) graphql.Marshaler {
+func (ec *executionContext) marshalNTask2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Task) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx, sel, v[i])
+		return ec.marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -8380,7 +8308,7 @@ func (ec *executionContext) marshalNTask2ᚕgithubᚗcomᚋworktrackᚋworktrack
 	return ret
 }
 
-func (ec *executionContext) marshalNTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx context.Context, sel ast.SelectionSet, v *domain.Task) graphql.Marshaler {
+func (ec *executionContext) marshalNTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx context.Context, sel ast.SelectionSet, v *model.Task) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -8925,7 +8853,7 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	return res
 }
 
-func (ec *executionContext) marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTask(ctx context.Context, sel ast.SelectionSet, v *domain.Task) graphql.Marshaler {
+func (ec *executionContext) marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx context.Context, sel ast.SelectionSet, v *model.Task) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

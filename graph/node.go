@@ -18,7 +18,11 @@ func (r *queryResolver) node(ctx context.Context, id string) (model.Node, error)
 	case domain.IsID(id, domain.PrefixProject):
 		return ptr(r.App.Projects.Get(ctx, a, id))
 	case domain.IsID(id, domain.PrefixTask):
-		return ptr(r.App.Tasks.Get(ctx, a, id))
+		t, err := r.App.Tasks.Get(ctx, a, id)
+		if err != nil {
+			return nil, err
+		}
+		return oneTask(ctx, t), nil
 	case domain.IsID(id, domain.PrefixWebhook):
 		return ptr(r.App.Webhooks.Get(ctx, a, id))
 	case domain.IsID(id, domain.PrefixEvent):

@@ -9,8 +9,12 @@ import (
 	"github.com/worktrack/worktrack/graph/model"
 )
 
-func (r *eventResolver) Task(ctx context.Context, obj *domain.LoggedEvent) (*domain.Task, error) {
-	return eventTask(obj)
+func (r *eventResolver) Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error) {
+	t, err := eventTask(obj)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	return oneTask(ctx, *t), nil
 }
 
 func (r *eventResolver) Project(ctx context.Context, obj *domain.LoggedEvent) (*domain.Project, error) {
@@ -47,22 +51,22 @@ func (r *mutationResolver) UpdateProject(ctx context.Context, id string, input m
 	return &p, nil
 }
 
-func (r *mutationResolver) CreateTask(ctx context.Context, projectID *string, input model.CreateTaskInput) (*domain.Task, error) {
+func (r *mutationResolver) CreateTask(ctx context.Context, projectID *string, input model.CreateTaskInput) (*model.Task, error) {
 	t, err := r.App.Tasks.Create(ctx, actor(ctx), deref(projectID), createTaskFields(input))
 	if err != nil {
 		return nil, err
 	}
 	loadersOf(ctx).forget()
-	return &t, nil
+	return oneTask(ctx, t), nil
 }
 
-func (r *mutationResolver) UpdateTask(ctx context.Context, id string, input model.UpdateTaskInput) (*domain.Task, error) {
+func (r *mutationResolver) UpdateTask(ctx context.Context, id string, input model.UpdateTaskInput) (*model.Task, error) {
 	t, err := r.App.Tasks.Update(ctx, actor(ctx), id, taskPatch(input))
 	if err != nil {
 		return nil, err
 	}
 	loadersOf(ctx).forget()
-	return &t, nil
+	return oneTask(ctx, t), nil
 }
 
 func (r *mutationResolver) DeleteTask(ctx context.Context, id string) (*string, error) {
@@ -112,7 +116,7 @@ func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first 
 	if err != nil {
 		return nil, err
 	}
-	return taskConnection(page), nil
+	return l.taskConnection(ctx, page), nil
 }
 
 func (r *queryResolver) Me(ctx context.Context) (*domain.User, error) {
@@ -150,12 +154,12 @@ func (r *queryResolver) Project(ctx context.Context, id string) (*domain.Project
 	return &p, nil
 }
 
-func (r *queryResolver) Task(ctx context.Context, id string) (*domain.Task, error) {
+func (r *queryResolver) Task(ctx context.Context, id string) (*model.Task, error) {
 	t, err := r.App.Tasks.Get(ctx, actor(ctx), id)
 	if err != nil {
 		return nil, err
 	}
-	return &t, nil
+	return oneTask(ctx, t), nil
 }
 
 func (r *queryResolver) Webhooks(ctx context.Context, first *int, after *string) (*model.WebhookConnection, error) {
@@ -194,25 +198,6 @@ func (r *subscriptionResolver) Events(ctx context.Context, types []domain.EventT
 	return subscribeEvents(ctx, r.App, types, projectID, after), nil
 }
 
-func (r *taskResolver) Project(ctx context.Context, obj *domain.Task) (*domain.Project, error) {
-	p, err := loadersOf(ctx).projects.Load(ctx, obj.ProjectID)
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
-}
-
-func (r *taskResolver) Assignee(ctx context.Context, obj *domain.Task) (*domain.User, error) {
-	if obj.AssigneeID == nil {
-		return nil, nil
-	}
-	u, err := loadersOf(ctx).users.Load(ctx, *obj.AssigneeID)
-	if err != nil {
-		return nil, err
-	}
-	return &u, nil
-}
-
 func (r *Resolver) Event() EventResolver { return &eventResolver{r} }
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
@@ -223,13 +208,10 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
-func (r *Resolver) Task() TaskResolver { return &taskResolver{r} }
-
 type (
 	eventResolver        struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	projectResolver      struct{ *Resolver }
 	queryResolver        struct{ *Resolver }
 	subscriptionResolver struct{ *Resolver }
-	taskResolver         struct{ *Resolver }
 )

@@ -79,15 +79,9 @@ type Query struct {
 type Subscription struct {
 }
 
-type TaskConnection struct {
-	Edges    []TaskEdge    `json:"edges"`
-	Nodes    []domain.Task `json:"nodes"`
-	PageInfo *PageInfo     `json:"pageInfo"`
-}
-
 type TaskEdge struct {
-	Cursor string       `json:"cursor"`
-	Node   *domain.Task `json:"node"`
+	Cursor string `json:"cursor"`
+	Node   *Task  `json:"node"`
 }
 
 // A merge patch: an absent field is left as it is. The key cannot change.

@@ -1,0 +1,65 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph/model"
+)
+
+// taskRefs says which of a task's project and assignee a query selects.
+type taskRefs struct{ project, assignee bool }
+
+// selectedTaskRefs is what the current field, whose value is a task (or a
+// node that may be one), selects of it, fragments included.
+func selectedTaskRefs(ctx context.Context) taskRefs {
+	var refs taskRefs
+	for _, f := range graphql.CollectFieldsCtx(ctx, []string{"Task", "Node"}) {
+		switch f.Name {
+		case "project":
+			refs.project = true
+		case "assignee":
+			refs.assignee = true
+		}
+	}
+	return refs
+}
+
+// task makes the GraphQL task of t. The loads of the project and assignee
+// that queue selects start now, so that they share a batch with each other
+// and with those of the tasks made beside this one; the others load when
+// their field asks, which for a page's tasks finds them cached (Project.tasks
+// primes the project, and the page's batch queues the assignees).
+func (l *loaders) task(ctx context.Context, t domain.Task, queue taskRefs) model.Task {
+	projectID := t.ProjectID
+	project := func() (domain.Project, error) { return l.projects.Load(ctx, projectID) }
+	if queue.project {
+		project = l.projects.LoadThunk(ctx, projectID)
+	}
+	var assignee func() (domain.User, error)
+	if id := t.AssigneeID; id != nil {
+		assignee = func() (domain.User, error) { return l.users.Load(ctx, *id) }
+		if queue.assignee {
+			assignee = l.users.LoadThunk(ctx, *id)
+		}
+	}
+	return model.NewTask(t, project, assignee)
+}
+
+// oneTask is the GraphQL task of t, returned by the current field.
+func oneTask(ctx context.Context, t domain.Task) *model.Task {
+	m := loadersOf(ctx).task(ctx, t, selectedTaskRefs(ctx))
+	return &m
+}
+
+// taskConnection is the connection of a page of tasks: the project and
+// assignee of each load when their fields ask (see task).
+func (l *loaders) taskConnection(ctx context.Context, p domain.Page[domain.Task]) *model.TaskConnection {
+	nodes := make([]model.Task, len(p.Items))
+	for i, t := range p.Items {
+		nodes[i] = l.task(ctx, t, taskRefs{})
+	}
+	return model.NewTaskConnection(nodes, pageInfo(p), p.Cursor)
+}
