@@ -73,41 +73,17 @@ var _ ports.DeliveryStore = (*DeliveryStore)(nil)
 // Deliveries is the delivery repository of db.
 func (db *DB) Deliveries() *DeliveryStore { return &DeliveryStore{db: db} }
 
-// CreateDeliveries inserts ds in one statement and, on PostgreSQL, queues a
-// notification that the database sends to listening dispatchers when (and
-// only if) the transaction commits. The first time in a transaction, the
-// NOTIFY rides in the INSERT's own statement (a data-modifying WITH), so
-// that the outbox costs the change no extra round trip; later calls in the
-// same transaction do not notify again.
+// CreateDeliveries inserts ds in one statement, and tells other processes'
+// dispatchers of them once they commit (announceDeliveries).
 func (s *DeliveryStore) CreateDeliveries(ctx context.Context, ds []domain.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	if s.db.dialect != DialectPostgres || !s.db.firstNotify(ctx) {
-		rows := mapRows(ds, deliveryToRow)
-		if err := s.db.conn(ctx).Create(&rows).Error; err != nil {
-			return fmt.Errorf("store: create deliveries: %w", err)
-		}
-		return nil
-	}
-	var values strings.Builder
-	args := make([]any, 0, 10*len(ds))
-	for i, d := range ds {
-		if i > 0 {
-			values.WriteString(", ")
-		}
-		values.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		r := deliveryToRow(d)
-		args = append(args, r.ID, r.WorkspaceID, r.WebhookID, r.EventID, r.EventType, r.Status, r.Attempts,
-			r.NextAttemptAt, r.WindowStart, r.CreatedAt)
-	}
-	q := `WITH ins AS (INSERT INTO webhook_deliveries
-	(id, workspace_id, webhook_id, event_id, event_type, status, attempts, next_attempt_at, window_start, created_at)
-	VALUES ` + values.String() + `)
-SELECT pg_notify(` + channelExpr + `, '')`
-	if err := s.db.conn(ctx).Exec(q, args...).Error; err != nil {
+	rows := mapRows(ds, deliveryToRow)
+	if err := s.db.conn(ctx).Create(&rows).Error; err != nil {
 		return fmt.Errorf("store: create deliveries: %w", err)
 	}
+	s.db.announceDeliveries(ctx)
 	return nil
 }
 
@@ -148,7 +124,8 @@ func (s *DeliveryStore) RescheduleDelivery(ctx context.Context, d domain.Deliver
 	if res.RowsAffected == 0 {
 		return domain.NotFound("webhook delivery", d.ID)
 	}
-	return s.db.notifyDeliveries(ctx)
+	s.db.announceDeliveries(ctx)
+	return nil
 }
 
 // claimSQL leases due deliveries of active webhooks in one statement. On
@@ -361,19 +338,6 @@ func (s *DeliveryStore) FailPendingDeliveries(ctx context.Context, workspaceID, 
 		return 0, fmt.Errorf("store: fail pending deliveries: %w", res.Error)
 	}
 	return res.RowsAffected, nil
-}
-
-// notifyDeliveries queues a NOTIFY on this database's delivery channel
-// (PostgreSQL only), once per transaction. PostgreSQL sends it when the
-// transaction commits and drops it on rollback.
-func (db *DB) notifyDeliveries(ctx context.Context) error {
-	if db.dialect != DialectPostgres || !db.firstNotify(ctx) {
-		return nil
-	}
-	if err := db.conn(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error; err != nil {
-		return fmt.Errorf("store: notify dispatchers: %w", err)
-	}
-	return nil
 }
 
 // channelExpr names the NOTIFY channel of the current database and schema,

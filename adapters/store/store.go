@@ -42,6 +42,9 @@ type DB struct {
 	// url is what Open was given; the PostgreSQL delivery watcher opens its
 	// own LISTEN connection with it.
 	url string
+	// deliveriesAnnouncer tells other processes' dispatchers of deliveries
+	// this process committed (PostgreSQL only; see announcer).
+	deliveriesAnnouncer announcer
 }
 
 // The lifetimes of pooled connections (see Open).
@@ -155,6 +158,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		sqlDB.SetConnMaxLifetime(connMaxLifetime)
 	}
 	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url}
+	db.deliveriesAnnouncer.send = func(ctx context.Context) error {
+		return db.gorm.WithContext(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error
+	}
 	if dialect == DialectSQLite && !memory {
 		db.writeLock = make(chan struct{}, 1)
 	}

@@ -32,29 +32,34 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	// Begin and commit failures do not pass through GORM's statement
 	// callbacks; a lost connection there is service_unavailable too.
-	return unavailable(db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	wroteDeliveries := new(bool)
+	err := unavailable(db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		ctx := context.WithValue(ctx, txKey{db}, tx)
-		return fn(context.WithValue(ctx, notifiedKey{db}, new(bool)))
+		return fn(context.WithValue(ctx, deliveriesKey{db}, wroteDeliveries))
 	}))
+	if err == nil && *wroteDeliveries {
+		db.deliveriesAnnouncer.announce()
+	}
+	return err
 }
 
-// notifiedKey carries, in a transaction's context, whether the transaction
-// has queued its NOTIFY to the dispatchers already: one per transaction is
-// enough, however many deliveries it writes.
-type notifiedKey struct{ db *DB }
+// deliveriesKey carries, in a transaction's context, whether the
+// transaction wrote deliveries that other processes' dispatchers should
+// hear of once it commits.
+type deliveriesKey struct{ db *DB }
 
-// firstNotify reports whether ctx's transaction has not notified yet, and
-// marks it notified; outside a transaction it is always true.
-func (db *DB) firstNotify(ctx context.Context) bool {
-	done, ok := ctx.Value(notifiedKey{db}).(*bool)
-	if !ok {
-		return true
+// announceDeliveries tells other processes' dispatchers of deliveries
+// written with ctx (PostgreSQL): when ctx's transaction commits, and not at
+// all if it rolls back; at once outside a transaction.
+func (db *DB) announceDeliveries(ctx context.Context) {
+	if db.dialect != DialectPostgres {
+		return
 	}
-	if *done {
-		return false
+	if wrote, ok := ctx.Value(deliveriesKey{db}).(*bool); ok {
+		*wrote = true
+		return
 	}
-	*done = true
-	return true
+	db.deliveriesAnnouncer.announce()
 }
 
 // conn is the handle every repository method starts from: the transaction in

@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Commits that arrive while a notification is being sent ask for one more,
+// however many they are; a commit after the last send gets its own.
+func TestAnnouncerCoalescesABurstIntoOneMoreNotification(t *testing.T) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	a := &announcer{send: func(context.Context) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}}
+
+	sent := func(what string) {
+		t.Helper()
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification %s", what)
+		}
+	}
+	a.announce()
+	sent("for the first commit")
+	for range 50 {
+		a.announce()
+	}
+	release <- struct{}{}
+	sent("for the commits made while the first was sent") // one, not 50
+	release <- struct{}{}
+	idle := func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return !a.running
+	}
+	for !idle() {
+		select {
+		case <-started:
+			t.Fatal("a third notification for one burst")
+		case <-time.After(time.Millisecond):
+		}
+	}
+
+	a.announce()
+	sent("for a commit after the burst")
+	release <- struct{}{}
+}
