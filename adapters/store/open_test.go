@@ -115,3 +115,34 @@ func TestPoolKeepsItsConnections(t *testing.T) {
 			size, st.OpenConnections, st.Idle, st.MaxIdleClosed, size, size)
 	}
 }
+
+// A pool opened WithAsyncCommit commits without waiting for the disk; the
+// default pool, the API's, waits. Both still use the URL's schema.
+func TestAsyncCommitIsThatPoolsAlone(t *testing.T) {
+	u := storetest.PostgresURL(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		opts []store.Option
+		want string
+	}{
+		{nil, "on"},
+		{[]store.Option{store.WithAsyncCommit()}, "off"},
+	} {
+		db, err := store.Open(ctx, u, c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var setting string
+		var webhooks int
+		if err := db.Gorm().Raw("SHOW synchronous_commit").Scan(&setting).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm().Raw("SELECT count(*) FROM webhooks").Scan(&webhooks).Error; err != nil {
+			t.Fatalf("the pool lost its schema: %v", err)
+		}
+		db.Close()
+		if setting != c.want {
+			t.Fatalf("synchronous_commit %q, want %q (options %d)", setting, c.want, len(c.opts))
+		}
+	}
+}

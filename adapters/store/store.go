@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,7 @@ type Option func(*options)
 type options struct {
 	logger       logger.Interface
 	maxOpenConns int
+	asyncCommit  bool
 }
 
 // WithLogger logs slow statements (over 200ms) and failures to l. Statement
@@ -80,6 +82,17 @@ func WithMaxOpenConns(n int) Option {
 	return func(o *options) { o.maxOpenConns = n }
 }
 
+// WithAsyncCommit makes the commits of this pool return before PostgreSQL
+// has flushed them to disk (synchronous_commit=off; SQLite ignores it). A
+// database crash may then lose the last fraction of a second of its
+// commits, never corrupt anything. It is for a pool whose writes are safe
+// to lose that way: the webhook dispatcher's leases and outcomes, whose
+// loss only means an attempt made again, which at-least-once delivery
+// allows. Its commits then stop competing with the API's for the disk.
+func WithAsyncCommit() Option {
+	return func(o *options) { o.asyncCommit = true }
+}
+
 // Open connects to the database named by url and checks that it answers:
 // postgres://… or postgresql://… for PostgreSQL, sqlite:PATH or
 // sqlite::memory: for SQLite. It does not migrate; call Migrate.
@@ -96,7 +109,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		dialect = DialectPostgres
-		dialector = postgres.New(postgres.Config{DSN: url})
+		dsn := url
+		if o.asyncCommit {
+			var err error
+			if dsn, err = withRuntimeParam(url, "synchronous_commit", "off"); err != nil {
+				return nil, err
+			}
+		}
+		dialector = postgres.New(postgres.Config{DSN: dsn})
 		if o.maxOpenConns == 0 {
 			o.maxOpenConns = 20
 		}
@@ -230,4 +250,17 @@ func (db *DB) Ping(ctx context.Context) error {
 // Close closes every connection. For SQLite in memory, it discards the data.
 func (db *DB) Close() error {
 	return db.sql.Close()
+}
+
+// withRuntimeParam adds a run-time parameter to a postgres:// URL; pgx sends
+// the query parameters it does not know itself to the server at connect.
+func withRuntimeParam(raw, name, value string) (string, error) {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("store: database URL: %w", err)
+	}
+	q := u.Query()
+	q.Set(name, value)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }

@@ -28,6 +28,11 @@ import (
 // connection behind API requests, nor API requests behind them. SQLite
 // keeps one pool: its writes are serialised anyway, and a second pool on
 // an in-memory database would be another database.
+//
+// That pool commits asynchronously (store.WithAsyncCommit): a lease or an
+// outcome lost in a database crash means the attempt is made again, which
+// at-least-once delivery allows, and the dispatcher's commits no longer wait
+// for the disk beside the API's.
 func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger, m *metrics.Metrics) (stop func(context.Context)) {
 	ddb, closeDB := dispatcherDB(ctx, db, cfg, log)
 	if ddb != db {
@@ -93,7 +98,7 @@ func dispatcherDB(ctx context.Context, db *store.DB, cfg Config, log *slog.Logge
 	if db.Dialect() != store.DialectPostgres {
 		return db, func() {}
 	}
-	ddb, err := store.Open(ctx, cfg.DatabaseURL, store.WithMaxOpenConns(dispatcherConns))
+	ddb, err := store.Open(ctx, cfg.DatabaseURL, store.WithMaxOpenConns(dispatcherConns), store.WithAsyncCommit())
 	if err != nil {
 		log.Warn("webhook dispatcher: no connection pool of its own; sharing the API's", "error", err.Error())
 		return db, func() {}
