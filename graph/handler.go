@@ -43,9 +43,17 @@ type Options struct {
 	APQCacheSize int
 	// LoaderWait is how long a dataloader waits to gather a batch.
 	LoaderWait time.Duration
+	// WorkBudget is how much complexity may execute at once in the process
+	// (see workBudget); default MaxComplexity, so that any operation the
+	// limit lets through can run, five projects × tasks dashboards at once.
+	WorkBudget int
 	// Logger receives resolver panics; errors are logged through the edge's
 	// logger (httpedge.PublicError), keyed by request id.
 	Logger *slog.Logger
+
+	// budget is the process's workBudget, shared by the HTTP and the
+	// WebSocket server that Mount makes.
+	budget workBudget
 }
 
 func (o *Options) defaults() {
@@ -60,6 +68,12 @@ func (o *Options) defaults() {
 	}
 	if o.LoaderWait <= 0 {
 		o.LoaderWait = DefaultLoaderWait
+	}
+	if o.WorkBudget < o.MaxComplexity {
+		o.WorkBudget = o.MaxComplexity
+	}
+	if !o.budget.set() {
+		o.budget = newWorkBudget(o.WorkBudget)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -87,6 +101,7 @@ func configure(srv *handler.Server, o Options) {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](o.APQCacheSize)})
 	srv.Use(depthLimit{max: o.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
+	srv.Use(o.budget)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic(o.Logger))
 }

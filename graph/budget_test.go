@@ -1,0 +1,116 @@
+package graph
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// operation is a context of one operation of the given kind and
+// complexity, as gqlgen's executor and complexity extension leave it.
+func operation(kind ast.Operation, complexity int) context.Context {
+	op := &graphql.OperationContext{Operation: &ast.OperationDefinition{Operation: kind}}
+	op.Stats.SetExtension("ComplexityLimit", &extension.ComplexityStats{Complexity: complexity, ComplexityLimit: 100})
+	return graphql.WithOperationContext(context.Background(), op)
+}
+
+// run starts an operation through b; entered closes when its execution
+// starts, and it finishes when release is closed.
+func run(ctx context.Context, b workBudget) (entered, release, done chan struct{}, resp *graphql.Response) {
+	entered, release, done = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	resp = &graphql.Response{}
+	go func() {
+		defer close(done)
+		*resp = *b.InterceptResponse(ctx, func(context.Context) *graphql.Response {
+			close(entered)
+			<-release
+			return &graphql.Response{}
+		})
+	}()
+	return entered, release, done, resp
+}
+
+func mustEnter(t *testing.T, c chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not start", what)
+	}
+}
+
+// waiting reports whether an operation is still kept from executing: it
+// has not started after the budget's other operations were seen to run.
+func waiting(c chan struct{}) bool {
+	select {
+	case <-c:
+		return false
+	case <-time.After(50 * time.Millisecond):
+		return true
+	}
+}
+
+// At most the budget's capacity of complexity executes at once; the rest
+// waits, first come first served, and an operation beyond the whole budget
+// runs alone rather than never.
+func TestWorkBudgetAdmitsByComplexity(t *testing.T) {
+	b := newWorkBudget(10)
+
+	in6, out6, done6, _ := run(operation(ast.Query, 6), b)
+	mustEnter(t, in6, "the first query")
+	in3, out3, _, _ := run(operation(ast.Query, 3), b)
+	mustEnter(t, in3, "a query within what is left")
+	in5, out5, _, _ := run(operation(ast.Mutation, 5), b)
+	if !waiting(in5) {
+		t.Fatal("a mutation of 5 ran beside 6 + 3 in a budget of 10")
+	}
+	// A subscription waits for its events; it never holds or waits for budget.
+	inSub, outSub, _, _ := run(operation(ast.Subscription, 50), b)
+	mustEnter(t, inSub, "a subscription with the budget spent")
+	close(outSub)
+
+	close(out6)
+	<-done6
+	mustEnter(t, in5, "the waiting mutation, once the first query finished")
+	close(out3)
+	close(out5)
+
+	inBig, outBig, _, _ := run(operation(ast.Query, 1000), b)
+	mustEnter(t, inBig, "a query costlier than the whole budget")
+	in1, out1, _, _ := run(operation(ast.Query, 1), b)
+	if !waiting(in1) {
+		t.Fatal("a query ran beside one that took the whole budget")
+	}
+	close(outBig)
+	mustEnter(t, in1, "the query after the costly one")
+	close(out1)
+}
+
+// An operation whose client goes away while it waits does not run, and
+// answers with an error; the budget it waited for stays free.
+func TestWorkBudgetWaitEndsWithTheRequest(t *testing.T) {
+	b := newWorkBudget(10)
+	in, out, _, _ := run(operation(ast.Query, 10), b)
+	mustEnter(t, in, "the first query")
+
+	ctx, cancel := context.WithCancel(operation(ast.Query, 1))
+	entered, _, done, resp := run(ctx, b)
+	cancel()
+	<-done
+	select {
+	case <-entered:
+		t.Fatal("a query whose client went away ran")
+	default:
+	}
+	if len(resp.Errors) != 1 {
+		t.Fatalf("errors %v, want one", resp.Errors)
+	}
+	close(out)
+	in2, out2, _, _ := run(operation(ast.Query, 10), b)
+	mustEnter(t, in2, "a query of the whole budget after the abandoned wait")
+	close(out2)
+}
