@@ -67,7 +67,8 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_WEBHOOK_RETRY_WINDOW    no attempt starts later than this after the event (default 24h)
   WORKTRACK_WEBHOOK_ALLOW_PRIVATE   allow webhook URLs on loopback/private addresses (default false)
   WORKTRACK_BOOTSTRAP_EMAIL         email of the first admin (default admin@example.com)
-  WORKTRACK_GRAPHQL_MAX_COMPLEXITY  GraphQL operations costlier than this are refused (default 25000)
+  WORKTRACK_GRAPHQL_MAX_COMPLEXITY  GraphQL operations costlier than this are refused, and no more than
+                                    this much complexity executes at once (default 25000)
   WORKTRACK_GRAPHQL_MAX_DEPTH       GraphQL operations nested deeper are refused (default 12)
   WORKTRACK_SHUTDOWN_TIMEOUT        after SIGTERM/SIGINT, time for work in flight to finish (default 30s)
   WORKTRACK_LOG_FORMAT              text or json (default: text on a terminal, else json)
