@@ -43,16 +43,15 @@ type Options struct {
 	APQCacheSize int
 	// LoaderWait is how long a dataloader waits to gather a batch.
 	LoaderWait time.Duration
-	// WorkBudget is how much complexity may execute at once in the process
-	// (see workBudget); default MaxComplexity, so that any operation the
-	// limit lets through can run, five projects × tasks dashboards at once.
-	WorkBudget int
 	// Logger receives resolver panics; errors are logged through the edge's
 	// logger (httpedge.PublicError), keyed by request id.
 	Logger *slog.Logger
 
 	// budget is the process's workBudget, shared by the HTTP and the
-	// WebSocket server that Mount makes.
+	// WebSocket server that Mount makes. It holds MaxComplexity: one
+	// setting bounds both what one operation may cost and how much runs at
+	// once (five projects × tasks dashboards by default), so that any
+	// operation the limit lets through can run.
 	budget workBudget
 }
 
@@ -69,11 +68,8 @@ func (o *Options) defaults() {
 	if o.LoaderWait <= 0 {
 		o.LoaderWait = DefaultLoaderWait
 	}
-	if o.WorkBudget < o.MaxComplexity {
-		o.WorkBudget = o.MaxComplexity
-	}
 	if !o.budget.set() {
-		o.budget = newWorkBudget(o.WorkBudget)
+		o.budget = newWorkBudget(o.MaxComplexity)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
