@@ -128,16 +128,12 @@ func (s *DeliveryStore) RescheduleDelivery(ctx context.Context, d domain.Deliver
 	return nil
 }
 
-// claimSQL leases due deliveries of active webhooks in one statement. On
-// PostgreSQL the candidate rows are locked with FOR UPDATE OF d SKIP LOCKED:
-// concurrent claims pass over each other's rows instead of waiting or
-// taking them too, and the webhooks rows are not locked, so claims of one
-// webhook's deliveries run side by side. On SQLite the statement runs
-// under the database's single write lock. Of the candidates, at most the
-// room of each webhook is leased (row_number per webhook): a candidate
-// left out is not updated, and its row lock ends with the statement. The
-// verbs fill in the webhooks to skip, the locking clause, the per-webhook
-// room (a join on a VALUES list, or nothing) and the RETURNING list.
+// claimSQL leases due deliveries of active webhooks in one statement, on
+// SQLite, under the database's single write lock: the oldest due
+// deliveries of all webhooks (webhook_deliveries_due_idx), of which at most
+// the room of each webhook (row_number per webhook). The verbs fill in the
+// webhooks to skip, the locking clause (none here), the per-webhook room (a
+// join on a VALUES list, or nothing) and the RETURNING list.
 const claimSQL = `UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
 WHERE id IN (
 	SELECT r.id FROM (
@@ -155,6 +151,50 @@ WHERE id IN (
 )
 RETURNING %s`
 
+// pgClaimSQL leases due deliveries on PostgreSQL, webhook by webhook, so
+// that what a claim reads is bounded by the room it offers, not by the
+// backlog of a webhook that answers slowly: reading the oldest due
+// deliveries of all webhooks, a claim had to pass over every due delivery
+// of a slow webhook (skipped, at its cap) to reach a fast one's.
+//
+//   - hooks: the webhooks with pending deliveries, by a skip scan of
+//     webhook_deliveries_webhook_due_idx (one index probe per webhook);
+//   - for each active one not skipped, its oldest due deliveries up to its
+//     room, by a range scan of the same index, locked FOR UPDATE SKIP
+//     LOCKED: concurrent claims pass over each other's rows instead of
+//     waiting or taking them too, and the webhooks rows are not locked;
+//   - of those, the Limit oldest due are leased. A candidate left out is
+//     not updated, and its row lock ends with the statement.
+//
+// The verbs fill in the webhooks to skip, the per-webhook room (a join on a
+// VALUES list, or nothing) and the room's expression.
+const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
+	(SELECT d.webhook_id FROM webhook_deliveries d WHERE d.status = 'pending' ORDER BY d.webhook_id LIMIT 1)
+	UNION ALL
+	SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+		WHERE d.status = 'pending' AND d.webhook_id > h.webhook_id ORDER BY d.webhook_id LIMIT 1)
+	FROM hooks h WHERE h.webhook_id IS NOT NULL
+), claimed AS (
+	UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
+	WHERE id IN (
+		SELECT c.id FROM hooks h
+		JOIN webhooks w ON w.id = h.webhook_id %s
+		CROSS JOIN LATERAL (
+			SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+			WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
+				AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+			ORDER BY d.next_attempt_at
+			LIMIT %s
+			FOR UPDATE SKIP LOCKED
+		) c
+		WHERE w.active %s
+		ORDER BY c.next_attempt_at, c.id
+		LIMIT ?
+	)
+	RETURNING *
+)
+`
+
 // claimedSQL reads what sending the claimed deliveries needs; %s is the
 // source of the claimed rows.
 const claimedSQL = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.payload FROM %s d
@@ -171,6 +211,80 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	if r.Limit <= 0 {
 		return nil, nil
 	}
+	var rows []struct {
+		Row     deliveryRow    `gorm:"embedded"`
+		URL     string         `gorm:"column:url"`
+		Secret  string         `gorm:"column:secret"`
+		Prev    sql.NullString `gorm:"column:previous_secret"`
+		PrevExp NullTime       `gorm:"column:previous_secret_expires_at"`
+		Payload []byte         `gorm:"column:payload"`
+	}
+	if s.db.dialect == DialectPostgres {
+		q, args := pgClaim(r)
+		if err := s.db.conn(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("store: claim deliveries: %w", err)
+		}
+	} else {
+		q, args := sqliteClaim(r)
+		var ids []string
+		if err := s.db.conn(ctx).Raw(q, args...).Scan(&ids).Error; err != nil {
+			return nil, fmt.Errorf("store: claim deliveries: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		q = fmt.Sprintf(claimedSQL, "webhook_deliveries", "WHERE d.id IN ? AND d.locked_by = ?")
+		if err := s.db.conn(ctx).Raw(q, ids, r.Owner).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
+		}
+	}
+	out := make([]ports.Dispatch, len(rows))
+	for i, row := range rows {
+		out[i] = ports.Dispatch{
+			Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret,
+			PreviousSecret: row.Prev.String, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
+		}
+	}
+	return out, nil
+}
+
+// pgClaim is pgClaimSQL, then the read of what was claimed, with its
+// arguments.
+func pgClaim(r ports.ClaimRequest) (string, []any) {
+	now := Time(r.Now)
+	args := []any{Time(r.LeaseUntil), r.Owner}
+	// A webhook's room: Room's, else PerWebhook, else the whole claim.
+	perWebhook := r.PerWebhook
+	if perWebhook <= 0 {
+		perWebhook = r.Limit
+	}
+	join, limit := "", "?"
+	if r.PerWebhook > 0 && len(r.Room) > 0 {
+		var values strings.Builder
+		for id, n := range r.Room {
+			if values.Len() == 0 {
+				// VALUES columns take their types from the first row.
+				values.WriteString("(?::text, ?::integer)")
+			} else {
+				values.WriteString(", (?, ?)")
+			}
+			args = append(args, id, n)
+		}
+		join = "\n\t\tLEFT JOIN (VALUES " + values.String() + ") AS room(webhook_id, n) ON room.webhook_id = h.webhook_id"
+		limit = "coalesce(room.n, ?)"
+	}
+	args = append(args, now, now, perWebhook)
+	skip := ""
+	if len(r.SkipWebhooks) > 0 {
+		skip = "AND h.webhook_id NOT IN ?"
+		args = append(args, r.SkipWebhooks)
+	}
+	args = append(args, r.Limit)
+	return fmt.Sprintf(pgClaimSQL, join, limit, skip) + fmt.Sprintf(claimedSQL, "claimed", ""), args
+}
+
+// sqliteClaim is claimSQL with its arguments; it returns the ids leased.
+func sqliteClaim(r ports.ClaimRequest) (string, []any) {
 	now := Time(r.Now)
 	args := []any{Time(r.LeaseUntil), r.Owner, now, now}
 	skip := ""
@@ -185,60 +299,18 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		room = "WHERE r.n <= ?"
 		if len(r.Room) > 0 {
 			var values strings.Builder
-			var vargs []any
 			for id, n := range r.Room {
 				if values.Len() > 0 {
 					values.WriteString(", ")
 				}
 				values.WriteString("(?, ?)")
-				vargs = append(vargs, id, n)
+				args = append(args, id, n)
 			}
-			if s.db.dialect == DialectPostgres {
-				// VALUES columns take their types from the first row.
-				room = "LEFT JOIN (VALUES " + strings.Replace(values.String(), "(?, ?)", "(?::text, ?::integer)", 1) +
-					") AS h(webhook_id, room) ON h.webhook_id = r.webhook_id WHERE r.n <= coalesce(h.room, ?)"
-			} else {
-				room = "LEFT JOIN (VALUES " + values.String() + ") AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
-			}
-			args = append(args, vargs...)
+			room = "LEFT JOIN (VALUES " + values.String() + ") AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
 		}
 		args = append(args, r.PerWebhook)
 	}
-	var rows []struct {
-		Row     deliveryRow    `gorm:"embedded"`
-		URL     string         `gorm:"column:url"`
-		Secret  string         `gorm:"column:secret"`
-		Prev    sql.NullString `gorm:"column:previous_secret"`
-		PrevExp NullTime       `gorm:"column:previous_secret_expires_at"`
-		Payload []byte         `gorm:"column:payload"`
-	}
-	if s.db.dialect == DialectPostgres {
-		q := "WITH claimed AS (" + fmt.Sprintf(claimSQL, skip, "FOR UPDATE OF d SKIP LOCKED", room, "*") + ")\n" +
-			fmt.Sprintf(claimedSQL, "claimed", "")
-		if err := s.db.conn(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("store: claim deliveries: %w", err)
-		}
-	} else {
-		var ids []string
-		if err := s.db.conn(ctx).Raw(fmt.Sprintf(claimSQL, skip, "", room, "id"), args...).Scan(&ids).Error; err != nil {
-			return nil, fmt.Errorf("store: claim deliveries: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, nil
-		}
-		q := fmt.Sprintf(claimedSQL, "webhook_deliveries", "WHERE d.id IN ? AND d.locked_by = ?")
-		if err := s.db.conn(ctx).Raw(q, ids, r.Owner).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
-		}
-	}
-	out := make([]ports.Dispatch, len(rows))
-	for i, row := range rows {
-		out[i] = ports.Dispatch{
-			Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret,
-			PreviousSecret: row.Prev.String, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
-		}
-	}
-	return out, nil
+	return fmt.Sprintf(claimSQL, skip, "", room, "id"), args
 }
 
 // FinishDelivery writes an attempt's outcome and ends the lease, only while

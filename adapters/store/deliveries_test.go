@@ -338,7 +338,7 @@ func TestSQLiteWatchDeliveriesOnlyCloses(t *testing.T) {
 
 // The claim and the delivery listing stay index scans however many
 // finished deliveries pile up: the claim reads the partial index of
-// pending deliveries, the listing the (webhook_id[, status], created_at, id)
+// pending deliveries per webhook, the listing the (webhook_id[, status], created_at, id)
 // indexes.
 func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 	db := storetest.Postgres(t)
@@ -367,15 +367,71 @@ func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	now := store.Time(base.Add(time.Hour))
-	claim := plan(fmt.Sprintf(store.ClaimSQL, "", "FOR UPDATE OF d SKIP LOCKED", "WHERE r.n <= ?", "id"), now, "dsp", now, now, 10, 16)
-	if !strings.Contains(claim, "webhook_deliveries_due_idx") {
-		t.Fatalf("the claim does not use the due index:\n%s", claim)
+	now := base.Add(time.Hour)
+	q, args := store.PGClaim(ports.ClaimRequest{
+		Owner: "dsp", Now: now, LeaseUntil: now, Limit: 10, PerWebhook: 16,
+		Room: map[string]int{w.ID: 3}, SkipWebhooks: []string{"whk_other"},
+	})
+	claim := plan(q, args...)
+	if !strings.Contains(claim, "webhook_deliveries_webhook_due_idx") || strings.Contains(claim, "Seq Scan on webhook_deliveries") {
+		t.Fatalf("the claim does not read the pending deliveries per webhook by their index:\n%s", claim)
 	}
 	list := plan(`SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND workspace_id = ? AND status = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT 21`,
 		w.ID, ws.ID, "failed", store.Time(base), "whd_")
 	if !strings.Contains(list, "webhook_deliveries_webhook_status_created_idx") || strings.Contains(list, "Sort") {
 		t.Fatalf("the filtered listing is not a keyset range scan:\n%s", list)
+	}
+}
+
+// On PostgreSQL a claim offers every webhook its room, however many older
+// deliveries another webhook has due: a fast webhook beside a slow one
+// with a backlog is not starved, and the claim reads each webhook's due
+// deliveries only up to its room. (SQLite claims the oldest due deliveries
+// of all webhooks, under its single write lock.)
+func TestPostgresClaimReachesEveryWebhookWithRoom(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	s := db.Deliveries()
+	ws := newWorkspace(t, db)
+	slow := newWebhook(t, db, ws, base, "task.created")
+	fast := newWebhook(t, db, ws, base, "task.created")
+	for i := range 40 {
+		e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Second))
+		newDeliveries(t, db, e, slow)
+	}
+	for i := range 3 {
+		e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Minute+time.Duration(i)*time.Second))
+		newDeliveries(t, db, e, fast)
+	}
+	now := base.Add(time.Hour)
+	claimed, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
+		Owner: "x", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerWebhook: 4, Room: map[string]int{slow.ID: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for i, d := range claimed {
+		per[d.Delivery.WebhookID]++
+		if i > 0 && d.Delivery.NextAttemptAt.Before(*claimed[i-1].Delivery.NextAttemptAt) {
+			t.Fatalf("claimed out of due order: %v", claimed)
+		}
+	}
+	if per[slow.ID] != 1 || per[fast.ID] != 3 || len(claimed) != 4 {
+		t.Fatalf("claimed per webhook %v (%d in all); want slow 1 (its room), fast 3 (all it has due)", per, len(claimed))
+	}
+	// The oldest due of all come first when Limit is smaller than the room
+	// offered: the slow webhook's one, then the fast one's oldest.
+	if claimed[0].Delivery.WebhookID != slow.ID {
+		t.Fatalf("first claimed %s; want the slow webhook's oldest", claimed[0].Delivery.WebhookID)
+	}
+	// Skipped, the slow webhook gives nothing, and the fast one has nothing
+	// left unleased.
+	again, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
+		Owner: "y", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerWebhook: 4, SkipWebhooks: []string{slow.ID},
+	})
+	if err != nil || len(again) != 0 {
+		t.Fatalf("claim skipping the slow webhook: %d %v; want none", len(again), err)
 	}
 }
 

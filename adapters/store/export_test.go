@@ -1,4 +1,7 @@
 package store
 
-// ClaimSQL exposes the claim statement to the plan checks of store_test.
-const ClaimSQL = claimSQL
+import "github.com/worktrack/worktrack/core/ports"
+
+// PGClaim exposes PostgreSQL's claim statement, with its arguments, to the
+// plan checks of store_test.
+func PGClaim(r ports.ClaimRequest) (string, []any) { return pgClaim(r) }
