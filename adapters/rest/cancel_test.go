@@ -26,8 +26,9 @@ import (
 
 // slowSQL keeps a connection busy while it counts to n, on either database.
 // It stands in for a slow page, so that a client's short deadline falls
-// while the request's statement runs. PostgreSQL gives way at once when the
-// query is cancelled (pgx closes the connection); the SQLite driver
+// while the request's statement runs. PostgreSQL gives way about 100 ms
+// after the query's context ends (pgx then sends a cancel request, and the
+// connection stays in the pool); the SQLite driver
 // (glebarez/go-sqlite) interrupts only a statement still being prepared, so
 // there the statement runs to its end and database/sql then reports the
 // cancellation: its count is kept small.

@@ -65,3 +65,94 @@ func TestTerminatedSessionIsServiceUnavailable(t *testing.T) {
 		t.Fatalf("after the lost connection: %v", err)
 	}
 }
+
+// A statement whose context ends mid-statement (a client that disconnected)
+// does not cost the pool its connection, in a transaction or outside one:
+// the statement is cancelled on the server and the session is used again.
+// pgx's default closed the connection, and a transaction's rollback under
+// the cancelled context could not be sent, which closed it too: under load
+// every disconnecting client cost a new PostgreSQL session (contract
+// section 15: no broken connection left behind, no churn).
+func TestCancelledStatementKeepsItsSession(t *testing.T) {
+	u := storetest.PostgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// One connection: every statement runs on the same session unless it
+	// was closed.
+	db, err := store.Open(ctx, u, store.WithMaxOpenConns(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ws := newWorkspace(t, db)
+	pid := func() int {
+		t.Helper()
+		var pid int
+		if err := db.Gorm().WithContext(ctx).Raw("SELECT pg_backend_pid()").Scan(&pid).Error; err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	sqlDB, err := db.Gorm().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := func() int { return sqlDB.Stats().OpenConnections }
+	first := pid()
+
+	t.Run("a read", func(t *testing.T) {
+		cctx, ccancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer ccancel()
+		err := db.Gorm().WithContext(cctx).Exec("SELECT pg_sleep(5)").Error
+		if err == nil {
+			t.Fatal("pg_sleep(5) under a 20 ms context succeeded")
+		}
+		if got := pid(); got != first || sessions() != 1 {
+			t.Fatalf("after a cancelled read the pool has session %d (%d open); want %d, the one it had", got, sessions(), first)
+		}
+	})
+
+	t.Run("a write in a transaction", func(t *testing.T) {
+		p := makeProject(t, ws, "GONE", base)
+		cctx, ccancel := context.WithCancel(ctx)
+		defer ccancel()
+		err := db.InTx(cctx, func(ctx context.Context) error {
+			if err := db.Projects().CreateProject(ctx, p); err != nil {
+				return err
+			}
+			time.AfterFunc(20*time.Millisecond, ccancel)
+			return db.Conn(ctx).Exec("SELECT pg_sleep(5)").Error
+		})
+		if err == nil {
+			t.Fatal("a transaction whose context was cancelled mid-statement committed")
+		}
+		if got := pid(); got != first || sessions() != 1 {
+			t.Fatalf("after a cancelled transaction the pool has session %d (%d open); want %d, the one it had", got, sessions(), first)
+		}
+		// Rolled back: nothing of it is visible.
+		if _, err := db.Projects().FindProjectByID(ctx, ws.ID, p.ID); err == nil {
+			t.Fatal("the cancelled transaction's project exists")
+		}
+	})
+
+	t.Run("a transaction cancelled between statements", func(t *testing.T) {
+		p := makeProject(t, ws, "GONE2", base)
+		cctx, ccancel := context.WithCancel(ctx)
+		err := db.InTx(cctx, func(ctx context.Context) error {
+			if err := db.Projects().CreateProject(ctx, p); err != nil {
+				return err
+			}
+			ccancel()
+			return nil
+		})
+		if err == nil {
+			t.Fatal("a transaction whose context was cancelled before its commit committed")
+		}
+		if got := pid(); got != first {
+			t.Fatalf("after a transaction cancelled before its commit the pool has session %d; want %d", got, first)
+		}
+		if _, err := db.Projects().FindProjectByID(ctx, ws.ID, p.ID); err == nil {
+			t.Fatal("the cancelled transaction's project exists")
+		}
+	})
+}

@@ -1,7 +1,18 @@
 package store
 
-import "github.com/worktrack/worktrack/core/ports"
+import (
+	"context"
+
+	"gorm.io/gorm"
+
+	"github.com/worktrack/worktrack/core/ports"
+)
 
 // PGClaim exposes PostgreSQL's claim statement, with its arguments, to the
 // plan checks of store_test.
 func PGClaim(r ports.ClaimRequest) (string, []any) { return pgClaim(r) }
+
+// Conn exposes the handle repository methods start from (the transaction
+// in ctx, else the pool), so that tests can run a statement of their own
+// inside a transaction.
+func (db *DB) Conn(ctx context.Context) *gorm.DB { return db.conn(ctx) }

@@ -30,12 +30,28 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 		}
 		defer func() { <-db.writeLock }()
 	}
+	// The transaction itself (BEGIN, COMMIT, ROLLBACK) runs on a context
+	// that ctx cancels only until it has begun. A rollback under a
+	// cancelled context cannot be sent, and pgx then closes the connection:
+	// every client that went away mid-write cost the pool a connection.
+	// fn's statements still run under ctx, and a ctx cancelled before the
+	// commit still rolls everything back, with the connection kept.
+	txCtx, cancelTx := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTx()
+	stopBegin := context.AfterFunc(ctx, cancelTx)
 	// Begin and commit failures do not pass through GORM's statement
 	// callbacks; a lost connection there is service_unavailable too.
 	wroteDeliveries := new(bool)
-	err := unavailable(db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := unavailable(db.gorm.WithContext(txCtx).Transaction(func(tx *gorm.DB) error {
+		if !stopBegin() {
+			return context.Cause(ctx)
+		}
 		ctx := context.WithValue(ctx, txKey{db}, tx)
-		return fn(context.WithValue(ctx, deliveriesKey{db}, wroteDeliveries))
+		if err := fn(context.WithValue(ctx, deliveriesKey{db}, wroteDeliveries)); err != nil {
+			return err
+		}
+		// Nothing commits for a caller that has gone.
+		return context.Cause(ctx)
 	}))
 	if err == nil && *wroteDeliveries {
 		db.deliveriesAnnouncer.announce()
