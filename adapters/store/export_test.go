@@ -16,3 +16,6 @@ func PGClaim(r ports.ClaimRequest) (string, []any) { return pgClaim(r) }
 // in ctx, else the pool), so that tests can run a statement of their own
 // inside a transaction.
 func (db *DB) Conn(ctx context.Context) *gorm.DB { return db.conn(ctx) }
+
+// Numbered exposes the ?-to-$n rewrite of raw reads on PostgreSQL.
+var Numbered = numbered

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -38,6 +39,8 @@ type DB struct {
 	gorm    *gorm.DB
 	sql     *sql.DB
 	dialect string
+	// readObserver sees the reads that bypass GORM (ObserveRawReads).
+	readObserver atomic.Pointer[func(sql string)]
 	// writeLock serialises write transactions of this process on a SQLite
 	// file: SQLite has one writer at a time anyway, and waiting here is cheaper
 	// and fairer than every transaction spinning in SQLite's busy handler.

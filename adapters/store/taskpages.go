@@ -33,28 +33,11 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 			q.WriteString(" UNION ALL ")
 		}
 		// i is an int of ours, not client input: formatting it is safe.
-		fmt.Fprintf(&q, "SELECT * FROM (SELECT %d AS slot, %s FROM tasks WHERE project_id = ? AND workspace_id = ?", i, taskColumns)
-		args = append(args, f.ProjectID, f.WorkspaceID)
-		if f.Status != nil {
-			q.WriteString(" AND status = ?")
-			args = append(args, string(*f.Status))
-		}
-		if f.AssigneeID != nil {
-			q.WriteString(" AND assignee_id = ?")
-			args = append(args, *f.AssigneeID)
-		}
-		if f.After != nil {
-			q.WriteString(" AND (created_at, id) > (?, ?)")
-			args = append(args, Time(f.After.CreatedAt), f.After.ID)
-		}
-		q.WriteString(" ORDER BY created_at, id")
-		if f.Limit > 0 {
-			q.WriteString(" LIMIT ?")
-			args = append(args, f.Limit)
-		}
+		fmt.Fprintf(&q, "SELECT * FROM (SELECT %d AS slot, %s FROM tasks WHERE ", i, taskColumns)
+		args = taskPageWhere(&q, f, args)
 		fmt.Fprintf(&q, ") AS page%d", i)
 	}
-	rows, err := s.db.conn(ctx).Raw(q.String(), args...).Rows()
+	rows, err := s.db.query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list task pages: %w", err)
 	}
@@ -84,6 +67,32 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 		})
 	}
 	return out, nil
+}
+
+// taskPageWhere writes the WHERE conditions, order and limit of one page
+// of f (a keyset range scan of the index for f's filters) to q, and returns
+// args with their arguments appended.
+func taskPageWhere(q *strings.Builder, f ports.TaskFilter, args []any) []any {
+	q.WriteString("project_id = ? AND workspace_id = ?")
+	args = append(args, f.ProjectID, f.WorkspaceID)
+	if f.Status != nil {
+		q.WriteString(" AND status = ?")
+		args = append(args, string(*f.Status))
+	}
+	if f.AssigneeID != nil {
+		q.WriteString(" AND assignee_id = ?")
+		args = append(args, *f.AssigneeID)
+	}
+	if f.After != nil {
+		q.WriteString(" AND (created_at, id) > (?, ?)")
+		args = append(args, Time(f.After.CreatedAt), f.After.ID)
+	}
+	q.WriteString(" ORDER BY created_at, id")
+	if f.Limit > 0 {
+		q.WriteString(" LIMIT ?")
+		args = append(args, f.Limit)
+	}
+	return args
 }
 
 // scanTasks reads task rows (taskColumns, after a leading slot column when

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,4 +76,17 @@ func TestFindTaskPagesIsFindTasksBatched(t *testing.T) {
 			t.Fatalf("no filters: %v %v", none, err)
 		}
 	})
+}
+
+func TestNumberedPlaceholders(t *testing.T) {
+	for in, want := range map[string]string{
+		"SELECT 1":                           "SELECT 1",
+		"a = ? AND b = ?":                    "a = $1 AND b = $2",
+		"(c, i) > (?, ?) ORDER BY c LIMIT ?": "(c, i) > ($1, $2) ORDER BY c LIMIT $3",
+		strings.Repeat("?,", 11) + "?":       "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12",
+	} {
+		if got := store.Numbered(in); got != want {
+			t.Errorf("Numbered(%q) = %q; want %q", in, got, want)
+		}
+	}
 }

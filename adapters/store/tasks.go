@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -88,7 +89,7 @@ func (s *TaskStore) find(ctx context.Context, workspaceID, id string, lock bool)
 	if lock && s.db.dialect == DialectPostgres {
 		query = findTaskForUpdateSQL
 	}
-	rows, err := s.db.conn(ctx).Raw(query, workspaceID, id).Rows()
+	rows, err := s.db.query(ctx, query, workspaceID, id)
 	if err != nil {
 		return domain.Task{}, fmt.Errorf("store: find task: %w", err)
 	}
@@ -125,14 +126,10 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 // Each filter combination has an index ending in (created_at, id), so the
 // page is a range scan whatever its depth.
 func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain.Task, error) {
-	q := s.db.conn(ctx).Where("project_id = ? AND workspace_id = ?", f.ProjectID, f.WorkspaceID)
-	if f.Status != nil {
-		q = q.Where("status = ?", string(*f.Status))
-	}
-	if f.AssigneeID != nil {
-		q = q.Where("assignee_id = ?", *f.AssigneeID)
-	}
-	rows, err := page(q, f.After, f.Limit).Model(&taskRow{}).Select(taskColumns).Rows()
+	var q strings.Builder
+	q.WriteString("SELECT " + taskColumns + " FROM tasks WHERE ")
+	args := taskPageWhere(&q, f, make([]any, 0, 7))
+	rows, err := s.db.query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}

@@ -79,7 +79,11 @@ func (h *hub) record(tx *gorm.DB) {
 	if tx.DryRun || tx.Statement.SQL.Len() == 0 {
 		return
 	}
-	sql := tx.Statement.SQL.String()
+	h.recordSQL(tx.Statement.SQL.String())
+}
+
+// recordSQL counts a statement, also one the store ran without GORM.
+func (h *hub) recordSQL(sql string) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, c := range h.counters {
@@ -92,7 +96,8 @@ var hubsMu sync.Mutex
 
 // CountStatements starts counting the statements run through db (its
 // repositories, its transactions, and db.Gorm()); migrations and other raw
-// database/sql use are not seen. Call it before db is used concurrently:
+// database/sql use are not seen, except the store's own reads that bypass
+// GORM (store.DB.ObserveRawReads). Call it before db is used concurrently:
 // registering GORM callbacks is not safe alongside running queries.
 func CountStatements(db *store.DB) *Counter {
 	g := db.Gorm()
@@ -104,6 +109,7 @@ func CountStatements(db *store.DB) *Counter {
 			hubsMu.Unlock()
 			panic("storetest: register statement counter: " + err.Error())
 		}
+		db.ObserveRawReads(h.recordSQL)
 	}
 	hubsMu.Unlock()
 	c := &Counter{}
