@@ -10,21 +10,30 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
+// onePostgresConnection opens a fresh, migrated PostgreSQL schema (its URL
+// returned too) through a pool of one connection, with a context bounding
+// the test.
+func onePostgresConnection(t *testing.T) (context.Context, string, *store.DB) {
+	t.Helper()
+	u := storetest.PostgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	db, err := store.Open(ctx, u, store.WithMaxOpenConns(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return ctx, u, db
+}
+
 // A PostgreSQL restart terminates every pooled session: the server sends
 // FATAL 57P01 (admin_shutdown) on each, and the next statement on that
 // connection fails with it. That is a lost connection, not a fault of the
 // statement: clients must get 503 service_unavailable, never a 500.
 func TestTerminatedSessionIsServiceUnavailable(t *testing.T) {
-	u := storetest.PostgresURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// One connection, so the statement after the termination must run on
 	// the terminated session.
-	db, err := store.Open(ctx, u, store.WithMaxOpenConns(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, u, db := onePostgresConnection(t)
 	admin, err := store.Open(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -74,16 +83,9 @@ func TestTerminatedSessionIsServiceUnavailable(t *testing.T) {
 // every disconnecting client cost a new PostgreSQL session (contract
 // section 15: no broken connection left behind, no churn).
 func TestCancelledStatementKeepsItsSession(t *testing.T) {
-	u := storetest.PostgresURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// One connection: every statement runs on the same session unless it
 	// was closed.
-	db, err := store.Open(ctx, u, store.WithMaxOpenConns(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	ctx, _, db := onePostgresConnection(t)
 	ws := newWorkspace(t, db)
 	pid := func() int {
 		t.Helper()

@@ -260,17 +260,10 @@ func pgClaim(r ports.ClaimRequest) (string, []any) {
 	}
 	join, limit := "", "?"
 	if r.PerWebhook > 0 && len(r.Room) > 0 {
-		var values strings.Builder
-		for id, n := range r.Room {
-			if values.Len() == 0 {
-				// VALUES columns take their types from the first row.
-				values.WriteString("(?::text, ?::integer)")
-			} else {
-				values.WriteString(", (?, ?)")
-			}
-			args = append(args, id, n)
-		}
-		join = "\n\t\tLEFT JOIN (VALUES " + values.String() + ") AS room(webhook_id, n) ON room.webhook_id = h.webhook_id"
+		// VALUES columns take their types from the first row.
+		var values string
+		values, args = roomValues(r.Room, "(?::text, ?::integer)", args)
+		join = "\n\t\tLEFT JOIN " + values + " AS room(webhook_id, n) ON room.webhook_id = h.webhook_id"
 		limit = "coalesce(room.n, ?)"
 	}
 	args = append(args, now, now, perWebhook)
@@ -298,19 +291,28 @@ func sqliteClaim(r ports.ClaimRequest) (string, []any) {
 	if r.PerWebhook > 0 {
 		room = "WHERE r.n <= ?"
 		if len(r.Room) > 0 {
-			var values strings.Builder
-			for id, n := range r.Room {
-				if values.Len() > 0 {
-					values.WriteString(", ")
-				}
-				values.WriteString("(?, ?)")
-				args = append(args, id, n)
-			}
-			room = "LEFT JOIN (VALUES " + values.String() + ") AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
+			var values string
+			values, args = roomValues(r.Room, "(?, ?)", args)
+			room = "LEFT JOIN " + values + " AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
 		}
 		args = append(args, r.PerWebhook)
 	}
 	return fmt.Sprintf(claimSQL, skip, "", room, "id"), args
+}
+
+// roomValues is a VALUES list of room's (webhook id, room) pairs, the first
+// row written as first, with the pairs appended to args.
+func roomValues(room map[string]int, first string, args []any) (string, []any) {
+	var values strings.Builder
+	values.WriteString("(VALUES ")
+	row := first
+	for id, n := range room {
+		values.WriteString(row)
+		row = ", (?, ?)"
+		args = append(args, id, n)
+	}
+	values.WriteString(")")
+	return values.String(), args
 }
 
 // FinishDelivery writes an attempt's outcome and ends the lease, only while
