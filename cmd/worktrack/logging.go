@@ -15,8 +15,10 @@ const (
 )
 
 // newLogger is serve's logger: cfg.LogFormat ("text", "json", or "" for
-// text when w is a terminal, JSON otherwise) at cfg.LogLevel.
-func newLogger(w io.Writer, cfg Config) *slog.Logger {
+// text when w is a terminal, JSON otherwise) at cfg.LogLevel, writing to w
+// through the returned logBuffer. Whatever else serve writes to w goes
+// through that buffer too, and is flushed, so that the lines keep their order.
+func newLogger(w io.Writer, cfg Config) (*slog.Logger, *logBuffer) {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	format := cfg.LogFormat
 	if format == "" {
@@ -25,8 +27,10 @@ func newLogger(w io.Writer, cfg Config) *slog.Logger {
 			format = logText
 		}
 	}
+	buf := newLogBuffer(w)
+	var h slog.Handler = slog.NewJSONHandler(buf, opts)
 	if format == logText {
-		return slog.New(slog.NewTextHandler(w, opts))
+		h = slog.NewTextHandler(buf, opts)
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(flushAtWarn{h, buf}), buf
 }

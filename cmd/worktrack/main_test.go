@@ -127,9 +127,14 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 	if res.StatusCode != http.StatusOK || string(body) != `{"data":{"me":{"email":"admin@example.com","role":"ADMIN"}}}` {
 		t.Fatalf("graphql: %d %s", res.StatusCode, body)
 	}
-	// One JSON log line per request on stderr.
-	if !strings.Contains(p.Stderr.String(), `"msg":"request"`) || !strings.Contains(p.Stderr.String(), `"path":"/v1/users/me"`) {
-		t.Fatalf("no access log line:\n%s", p.Stderr.String())
+	// One JSON log line per request on stderr, within the log's 100 ms
+	// flush interval.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.Stderr.String(), `"msg":"request"`) || !strings.Contains(p.Stderr.String(), `"path":"/v1/users/me"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no access log line after 5s:\n%s", p.Stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if c := p.Stop(t); c != 0 {
 		t.Fatalf("exit code after SIGTERM: %d\n%s", c, p.Stderr.String())

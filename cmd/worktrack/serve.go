@@ -44,7 +44,8 @@ func serveCmd(stderr io.Writer) *cobra.Command {
 // in-flight requests finish and returns nil. ready, when not nil, receives
 // the bound address once the server accepts connections.
 func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- string) error {
-	log := newLogger(stderr, cfg)
+	log, out := newLogger(stderr, cfg)
+	defer func() { _ = out.Flush() }()
 
 	var tlsCfg *tls.Config
 	if cfg.TLSCert != "" {
@@ -105,7 +106,8 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	}
 
 	if created {
-		printBanner(stderr, cfg.BootstrapEmail, secret, base)
+		printBanner(out, cfg.BootstrapEmail, secret, base)
+		_ = out.Flush()
 	}
 
 	// One HTTP edge, and the two APIs side by side on it.
@@ -144,8 +146,9 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	go a.Live.Run(ctx)
 	m.WatchSubscriptions(a.Live.Subscriptions)
 	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
-	fmt.Fprintf(stderr, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  Docs:    %s/docs   (OpenAPI: %s/v1/openapi.json)\n  GraphQL: %s/graphql   (GraphiQL in a browser)\n  Health:  %s/healthz   Metrics: %s/metrics\nStop with Ctrl-C.\n\n",
+	fmt.Fprintf(out, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  Docs:    %s/docs   (OpenAPI: %s/v1/openapi.json)\n  GraphQL: %s/graphql   (GraphiQL in a browser)\n  Health:  %s/healthz   Metrics: %s/metrics\nStop with Ctrl-C.\n\n",
 		base, base, base, base, base, base, base, base)
+	_ = out.Flush()
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
