@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -41,37 +42,47 @@ func TestTerminatedSessionIsServiceUnavailable(t *testing.T) {
 	defer admin.Close()
 
 	ws := newWorkspace(t, db)
-	var pid int
-	if err := db.Gorm().WithContext(ctx).Raw("SELECT pg_backend_pid()").Scan(&pid).Error; err != nil {
-		t.Fatal(err)
-	}
-	var done bool
-	if err := admin.Gorm().WithContext(ctx).Raw("SELECT pg_terminate_backend(?)", pid).Scan(&done).Error; err != nil || !done {
-		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, done, err)
-	}
-	// Wait until the server has ended the session, so its FATAL is waiting.
-	for {
-		var n int
-		if err := admin.Gorm().WithContext(ctx).Raw("SELECT count(*) FROM pg_stat_activity WHERE pid = ?", pid).Scan(&n).Error; err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	task := newTask(t, db, newProject(t, db, ws, "TERM", base), domain.TaskFields{Title: domain.Set("t")}, base)
+	// Both ways a statement reaches PostgreSQL: through GORM, and the task
+	// reads' own path on the connection's pgx.Conn (DB.read).
+	for name, statement := range map[string]func() error{
+		"gorm": func() error { _, err := db.Workspaces().FindWorkspaceByID(ctx, ws.ID); return err },
+		"pgx":  func() error { _, err := db.Tasks().FindTaskByID(ctx, ws.ID, task.ID); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var pid int
+			if err := db.Gorm().WithContext(ctx).Raw("SELECT pg_backend_pid()").Scan(&pid).Error; err != nil {
+				t.Fatal(err)
+			}
+			var done bool
+			if err := admin.Gorm().WithContext(ctx).Raw("SELECT pg_terminate_backend(?)", pid).Scan(&done).Error; err != nil || !done {
+				t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, done, err)
+			}
+			// Wait until the server has ended the session, so its FATAL is waiting.
+			for {
+				var n int
+				if err := admin.Gorm().WithContext(ctx).Raw("SELECT count(*) FROM pg_stat_activity WHERE pid = ?", pid).Scan(&n).Error; err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 
-	_, err = db.Workspaces().FindWorkspaceByID(ctx, ws.ID)
-	if err == nil {
-		t.Fatal("a statement on a terminated session succeeded; the test did not reach the lost connection")
-	}
-	if e, ok := domain.AsError(err); !ok || e.Code != domain.CodeUnavailable {
-		t.Fatalf("statement on a terminated session: %v; want code %s", err, domain.CodeUnavailable)
-	}
+			err := statement()
+			if err == nil {
+				t.Fatal("a statement on a terminated session succeeded; the test did not reach the lost connection")
+			}
+			if e, ok := domain.AsError(err); !ok || e.Code != domain.CodeUnavailable {
+				t.Fatalf("statement on a terminated session: %v; want code %s", err, domain.CodeUnavailable)
+			}
 
-	// The pool recovers by itself: the next statement opens a new session.
-	if _, err := db.Workspaces().FindWorkspaceByID(ctx, ws.ID); err != nil {
-		t.Fatalf("after the lost connection: %v", err)
+			// The pool recovers by itself: the next statement opens a new session.
+			if err := statement(); err != nil {
+				t.Fatalf("after the lost connection: %v", err)
+			}
+		})
 	}
 }
 
@@ -85,7 +96,7 @@ func TestTerminatedSessionIsServiceUnavailable(t *testing.T) {
 func TestCancelledStatementKeepsItsSession(t *testing.T) {
 	// One connection: every statement runs on the same session unless it
 	// was closed.
-	ctx, _, db := onePostgresConnection(t)
+	ctx, u, db := onePostgresConnection(t)
 	ws := newWorkspace(t, db)
 	pid := func() int {
 		t.Helper()
@@ -111,6 +122,45 @@ func TestCancelledStatementKeepsItsSession(t *testing.T) {
 		}
 		if got := pid(); got != first || sessions() != 1 {
 			t.Fatalf("after a cancelled read the pool has session %d (%d open); want %d, the one it had", got, sessions(), first)
+		}
+	})
+
+	t.Run("a task read on the connection's pgx.Conn", func(t *testing.T) {
+		task := newTask(t, db, newProject(t, db, ws, "LOCKED", base), domain.TaskFields{Title: domain.Set("t")}, base)
+		// Another session holds the table, so the read waits on the server
+		// until its context ends.
+		locker, err := store.Open(ctx, u, store.WithMaxOpenConns(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer locker.Close()
+		release := make(chan struct{})
+		locked := make(chan error, 1)
+		go func() {
+			_ = locker.InTx(ctx, func(ctx context.Context) error {
+				err := locker.Conn(ctx).Exec("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE").Error
+				locked <- err
+				if err == nil {
+					<-release
+				}
+				return errors.New("roll back")
+			})
+		}()
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer ccancel()
+		_, err = db.Tasks().FindTaskByID(cctx, ws.ID, task.ID)
+		close(release)
+		if err == nil {
+			t.Fatal("a task read under a 50 ms context, on a locked table, succeeded")
+		}
+		if got := pid(); got != first || sessions() != 1 {
+			t.Fatalf("after a cancelled task read the pool has session %d (%d open); want %d, the one it had", got, sessions(), first)
+		}
+		if got, err := db.Tasks().FindTaskByID(ctx, ws.ID, task.ID); err != nil || got.ID != task.ID {
+			t.Fatalf("the read after the cancelled one: %v, %v", got.ID, err)
 		}
 	})
 

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -37,17 +36,13 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 		args = taskPageWhere(&q, f, args)
 		fmt.Fprintf(&q, ") AS page%d", i)
 	}
-	rows, err := s.db.query(ctx, q.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list task pages: %w", err)
-	}
-	err = scanTasks(rows, true, func(slot int, t domain.Task) error {
+	err := s.db.read(ctx, q.String(), args, scanTasks(true, func(slot int, t domain.Task) error {
 		if slot < 0 || slot >= len(out) {
 			return fmt.Errorf("row for unknown slot %d", slot)
 		}
 		out[slot] = append(out[slot], t)
 		return nil
-	})
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("store: list task pages: %w", err)
 	}
@@ -95,36 +90,31 @@ func taskPageWhere(q *strings.Builder, f ports.TaskFilter, args []any) []any {
 	return args
 }
 
-// scanTasks reads task rows (taskColumns, after a leading slot column when
-// slotted) straight into their fields and hands each task to add, then
-// closes rows. The pages of a GraphQL query read a thousand rows at a time:
+// scanTasks is a read's scan function for task rows (taskColumns, after a
+// leading slot column when slotted): it reads them straight into their
+// fields and hands each task to add. The pages of a GraphQL query read a thousand rows at a time:
 // GORM's reflective Scan into a row struct cost a sixth of that query's CPU
 // time under load, and a field-by-field Scan costs little more than the
-// driver's own decoding. Errors of a lost connection read as
-// service_unavailable, as every statement's do (registerUnavailable).
-func scanTasks(rows *sql.Rows, slotted bool, add func(slot int, t domain.Task) error) (err error) {
-	defer func() {
-		if cerr := rows.Close(); err == nil {
-			err = cerr
+// driver's own decoding.
+func scanTasks(slotted bool, add func(slot int, t domain.Task) error) func(rowScanner) error {
+	return func(rows rowScanner) error {
+		var (
+			slot int
+			r    taskRow
+		)
+		dest := []any{&r.ID, &r.WorkspaceID, &r.ProjectID, &r.Title, &r.Status, &r.AssigneeID, &r.DueAt, &r.CreatedAt, &r.UpdatedAt}
+		if slotted {
+			dest = append([]any{&slot}, dest...)
 		}
-		err = unavailable(err)
-	}()
-	var (
-		slot int
-		r    taskRow
-	)
-	dest := []any{&r.ID, &r.WorkspaceID, &r.ProjectID, &r.Title, &r.Status, &r.AssigneeID, &r.DueAt, &r.CreatedAt, &r.UpdatedAt}
-	if slotted {
-		dest = append([]any{&slot}, dest...)
+		for rows.Next() {
+			r = taskRow{}
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			if err := add(slot, taskFromRow(r)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	for rows.Next() {
-		r = taskRow{}
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-		if err := add(slot, taskFromRow(r)); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }

@@ -89,18 +89,14 @@ func (s *TaskStore) find(ctx context.Context, workspaceID, id string, lock bool)
 	if lock && s.db.dialect == DialectPostgres {
 		query = findTaskForUpdateSQL
 	}
-	rows, err := s.db.query(ctx, query, workspaceID, id)
-	if err != nil {
-		return domain.Task{}, fmt.Errorf("store: find task: %w", err)
-	}
 	var (
 		t     domain.Task
 		found bool
 	)
-	err = scanTasks(rows, false, func(_ int, got domain.Task) error {
+	err := s.db.read(ctx, query, []any{workspaceID, id}, scanTasks(false, func(_ int, got domain.Task) error {
 		t, found = got, true
 		return nil
-	})
+	}))
 	switch {
 	case err != nil:
 		return domain.Task{}, fmt.Errorf("store: find task: %w", err)
@@ -129,15 +125,11 @@ func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain
 	var q strings.Builder
 	q.WriteString("SELECT " + taskColumns + " FROM tasks WHERE ")
 	args := taskPageWhere(&q, f, make([]any, 0, 7))
-	rows, err := s.db.query(ctx, q.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list tasks: %w", err)
-	}
 	tasks := make([]domain.Task, 0, min(max(f.Limit, 0), 256))
-	err = scanTasks(rows, false, func(_ int, t domain.Task) error {
+	err := s.db.read(ctx, q.String(), args, scanTasks(false, func(_ int, t domain.Task) error {
 		tasks = append(tasks, t)
 		return nil
-	})
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}
