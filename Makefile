@@ -36,7 +36,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: ## serve on 127.0.0.1:8080 with the embedded SQLite default (worktrack.db)
-	$(GO) run ./cmd/worktrack serve
+	$(GO) run -tags '$(BUILD_TAGS)' ./cmd/worktrack serve
 
 # `worktrack version` reports these; override them for a release build:
 # make build VERSION=v1.2.0
@@ -44,8 +44,13 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
+# nomsgpack: gin's build tag that leaves out its MessagePack binding and
+# renderer (github.com/ugorji/go), which Worktrack never uses: 6 MB less
+# binary and about 1.4 MiB less resident memory (docs/performance.md).
+BUILD_TAGS ?= nomsgpack
+
 build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT=...)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worktrack ./cmd/worktrack
+	CGO_ENABLED=0 $(GO) build -tags '$(BUILD_TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o bin/worktrack ./cmd/worktrack
 
 # go test -json through tools/testsummary prints what plain go test prints,
 # then how many tests were skipped for want of PostgreSQL, Redis, Docker or
