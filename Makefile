@@ -131,8 +131,14 @@ fmt-check: ## fail, listing them, when some Go files are not gofmt-formatted
 		exit 1; \
 	fi
 
+# After gqlgen, the lists of Task and TaskEdge are made to marshal their
+# elements in order instead of a goroutine each (tools/gqlgen-inorder,
+# graph/lists.go).
+INORDER_TYPES := Task,TaskEdge
+
 generate: ## regenerate the GraphQL layer from schema.graphql and gqlgen.yml
 	$(GO) tool gqlgen generate
+	$(GO) run ./tools/gqlgen-inorder -types '$(INORDER_TYPES)' graph/generated.go
 
 schema-check: ## validate schema.graphql with graphql-js (installed from npm into tools/schema-check)
 	npm ci --prefix tools/schema-check --no-audit --no-fund

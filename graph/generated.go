@@ -8293,7 +8293,7 @@ func (ec *executionContext) marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋ
 }
 
 func (ec *executionContext) marshalNTask2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Task) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalInOrder(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, sel, v[i])
@@ -8333,7 +8333,7 @@ func (ec *executionContext) marshalNTaskEdge2githubᚗcomᚋworktrackᚋworktrac
 }
 
 func (ec *executionContext) marshalNTaskEdge2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TaskEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalInOrder(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNTaskEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskEdge(ctx, sel, v[i])
