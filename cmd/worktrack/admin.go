@@ -23,7 +23,7 @@ func withApp(ctx context.Context, fn func(a *app.App) error) error {
 		return err
 	}
 	defer db.Close()
-	return fn(newApp(db, cfg))
+	return fn(newApp(db, cfg, nil))
 }
 
 type workspaceJSON struct {

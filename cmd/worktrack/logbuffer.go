@@ -20,6 +20,7 @@ const logFlushInterval = 100 * time.Millisecond
 // Safe for concurrent use.
 type logBuffer struct {
 	mu       sync.Mutex
+	out      io.Writer
 	w        *bufio.Writer
 	timer    *time.Timer
 	pending  bool          // a flush is scheduled
@@ -27,7 +28,7 @@ type logBuffer struct {
 }
 
 func newLogBuffer(w io.Writer) *logBuffer {
-	b := &logBuffer{w: bufio.NewWriterSize(w, 32<<10), interval: logFlushInterval}
+	b := &logBuffer{out: w, w: bufio.NewWriterSize(w, 32<<10), interval: logFlushInterval}
 	b.timer = time.AfterFunc(time.Hour, func() { _ = b.Flush() })
 	b.timer.Stop()
 	return b
@@ -37,6 +38,9 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.w.Write(p)
+	if err != nil {
+		b.reset()
+	}
 	if b.w.Buffered() > 0 && !b.pending {
 		b.pending = true
 		b.timer.Reset(b.interval)
@@ -49,8 +53,18 @@ func (b *logBuffer) Flush() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.pending = false
-	return b.w.Flush()
+	err := b.w.Flush()
+	if err != nil {
+		b.reset()
+	}
+	return err
 }
+
+// reset drops what is waiting after a failed write: a bufio.Writer keeps
+// its first error and refuses every write after it, which would silence the
+// log for good after one failure of stderr (a full disk, say), where writing
+// line by line lost only the lines that failed.
+func (b *logBuffer) reset() { b.w.Reset(b.out) }
 
 // flushAtWarn is a slog.Handler that flushes its logBuffer after every
 // record at warn or above: warnings and errors are in the log at once, not up

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -92,5 +93,30 @@ func TestLogBufferKeepsConcurrentLinesWhole(t *testing.T) {
 	}
 	if len(seen) != writers*lines {
 		t.Fatalf("%d distinct lines, want %d", len(seen), writers*lines)
+	}
+}
+
+// failOnce fails its first write, as stderr on a full disk would, then
+// takes every write.
+type failOnce struct {
+	syncBuffer
+	failed bool
+}
+
+func (f *failOnce) Write(p []byte) (int, error) {
+	if !f.failed {
+		f.failed = true
+		return 0, errors.New("no space left on device")
+	}
+	return f.syncBuffer.Write(p)
+}
+
+func TestLogBufferWritesAgainAfterAFailedWrite(t *testing.T) {
+	out := &failOnce{}
+	log, _ := newLogger(out, Config{LogFormat: logJSON})
+	log.Warn("lost") // its flush fails
+	log.Warn("kept")
+	if got := out.String(); strings.Contains(got, `"msg":"lost"`) || !strings.Contains(got, `"msg":"kept"`) {
+		t.Fatalf("after one failed write, want the next line written, got %q", got)
 	}
 }

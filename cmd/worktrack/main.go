@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -80,7 +81,9 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, []int64, error) {
 
 // newApp wires the core services over a store. Every change records its
 // webhook event through the transactional outbox.
-func newApp(db *store.DB, cfg Config) *app.App {
+// newApp wires the core to the store; log is where the live feed reports
+// its failures (nil: slog.Default()).
+func newApp(db *store.DB, cfg Config, log *slog.Logger) *app.App {
 	return app.New(app.Deps{
 		Tx:         db,
 		Workspaces: db.Workspaces(),
@@ -94,7 +97,7 @@ func newApp(db *store.DB, cfg Config) *app.App {
 		Payloads:   wire.Payloads{},
 		Addresses:  webhook.AddressChecker{AllowPrivate: cfg.WebhookAllowPrivate},
 		EventWatch: db,
-	}, app.Options{Live: app.LiveOptions{Announce: db.Dialect() == store.DialectPostgres}})
+	}, app.Options{Live: app.LiveOptions{Announce: db.Dialect() == store.DialectPostgres, Logger: log}})
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -96,7 +96,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	}
 	m.WatchBacklog(db.Deliveries().Backlog)
 
-	a := newApp(db, cfg)
+	a := newApp(db, cfg, log)
 	stopDispatcher := startDispatcher(ctx, a, db, cfg, log, m)
 	// On the error paths below; shutdown stops it within its timeout first.
 	defer stopDispatcher(context.Background())
