@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/domain"
@@ -207,4 +209,35 @@ func TestCancelledStatementKeepsItsSession(t *testing.T) {
 			t.Fatal("the cancelled transaction's project exists")
 		}
 	})
+}
+
+// A pooled connection whose socket died before a task read was sent (the
+// server or a proxy closed it while it sat idle) costs the read nothing: as
+// database/sql does for GORM's statements, the read on the connection's
+// pgx.Conn is tried again on a new connection, and the dead one is dropped.
+func TestTaskReadRetriesOnAConnectionThatDiedInThePool(t *testing.T) {
+	ctx, _, db := onePostgresConnection(t)
+	ws := newWorkspace(t, db)
+	task := newTask(t, db, newProject(t, db, ws, "DEAD", base), domain.TaskFields{Title: domain.Set("t")}, base)
+	sqlDB, err := db.Gorm().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Close the socket under pgx, which does not notice until it writes.
+	if err := conn.Raw(func(dc any) error { return dc.(*stdlib.Conn).Conn().PgConn().Conn().Close() }); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+
+	got, err := db.Tasks().FindTaskByID(ctx, ws.ID, task.ID)
+	if err != nil || got.ID != task.ID {
+		t.Fatalf("a task read on a connection that died in the pool: %v, %v", got.ID, err)
+	}
+	if n := sqlDB.Stats().OpenConnections; n != 1 {
+		t.Fatalf("%d connections open after the retry, want 1", n)
+	}
 }

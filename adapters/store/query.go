@@ -2,9 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 )
@@ -61,24 +65,46 @@ func (db *DB) read(ctx context.Context, q string, args []any, scan func(rowScann
 	return unavailable(rows.Close())
 }
 
-// readNative is read on a pooled PostgreSQL connection's pgx.Conn.
+// readNative is read on a pooled PostgreSQL connection's pgx.Conn. As
+// database/sql does for its own statements, a statement that failed before
+// anything of it reached the server (pgconn.SafeToRetry: a connection the
+// server had closed while it sat in the pool) is tried again on another
+// connection, at most badConnRetries times, and the dead one is dropped.
 func (db *DB) readNative(ctx context.Context, q string, args []any, scan func(rowScanner) error) error {
+	for attempt := 0; ; attempt++ {
+		err := db.readNativeOnce(ctx, q, args, scan)
+		if !errors.Is(err, driver.ErrBadConn) || attempt == badConnRetries {
+			return unavailable(err)
+		}
+	}
+}
+
+// badConnRetries is how many times readNative tries a statement again, as
+// database/sql's maxBadConnRetries.
+const badConnRetries = 2
+
+func (db *DB) readNativeOnce(ctx context.Context, q string, args []any, scan func(rowScanner) error) error {
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
-		return unavailable(err)
+		return err
 	}
 	defer conn.Close()
 	return conn.Raw(func(driverConn any) error {
 		rows, err := driverConn.(*stdlib.Conn).Conn().Query(ctx, q, args...)
 		if err != nil {
-			return unavailable(err)
+			if pgconn.SafeToRetry(err) {
+				// database/sql closes a connection whose Raw returned
+				// ErrBadConn instead of pooling it again.
+				return fmt.Errorf("%w (%w)", driver.ErrBadConn, err)
+			}
+			return err
 		}
 		defer rows.Close()
 		if err := scan(rows); err != nil {
-			return unavailable(err)
+			return err
 		}
 		rows.Close()
-		return unavailable(rows.Err())
+		return rows.Err()
 	})
 }
 
