@@ -46,12 +46,12 @@ func TestMarshalInOrder(t *testing.T) {
 		}
 	})
 
-	t.Run("a panic is the element's error and nulls the list", func(t *testing.T) {
+	t.Run("each panic is its element's error and nulls the list", func(t *testing.T) {
 		ctx := newCtx()
 		ran := 0
 		ret := marshalInOrder(ctx, 3, func(ctx context.Context, i int) graphql.Marshaler {
 			ran++
-			if i == 1 {
+			if i == 1 || i == 2 {
 				panic("boom")
 			}
 			return num(i)
@@ -59,11 +59,11 @@ func TestMarshalInOrder(t *testing.T) {
 		if ret != nil {
 			t.Fatalf("after a panic the list is %v, want nil", ret)
 		}
-		if ran != 2 {
-			t.Fatalf("%d elements ran, want 2 (none after the panic)", ran)
+		if ran != 3 {
+			t.Fatalf("%d elements ran, want all 3", ran)
 		}
 		errs := graphql.GetErrors(ctx)
-		if len(errs) != 1 || errs[0].Message != "recovered" || len(errs[0].Path) != 1 || errs[0].Path[0] != ast.PathIndex(1) {
+		if len(errs) != 2 || errs[0].Message != "recovered" || len(errs[0].Path) != 1 || errs[0].Path[0] != ast.PathIndex(1) || errs[1].Path[0] != ast.PathIndex(2) {
 			t.Fatalf("errors: %v (path %v)", errs, errs[0].Path)
 		}
 	})

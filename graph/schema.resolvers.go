@@ -116,7 +116,8 @@ func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first 
 	if err != nil {
 		return nil, err
 	}
-	return l.taskConnection(ctx, page), nil
+	// The project is primed above; the assignees, when selected, are queued.
+	return l.taskConnection(ctx, page, taskRefs{assignee: key.withAssignees}), nil
 }
 
 func (r *queryResolver) Me(ctx context.Context) (*domain.User, error) {

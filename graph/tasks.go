@@ -54,12 +54,15 @@ func oneTask(ctx context.Context, t domain.Task) *model.Task {
 	return &m
 }
 
-// taskConnection is the connection of a page of tasks: the project and
-// assignee of each load when their fields ask (see task).
-func (l *loaders) taskConnection(ctx context.Context, p domain.Page[domain.Task]) *model.TaskConnection {
+// taskConnection is the connection of a page of tasks. The loads queue
+// asks for are queued for every task of the page now (see task), so that the
+// tasks, marshalled one after another (marshalInOrder), never wait for a
+// batch each: whatever the page's prefetch left out of the cache is then read
+// in one batch, for all of them.
+func (l *loaders) taskConnection(ctx context.Context, p domain.Page[domain.Task], queue taskRefs) *model.TaskConnection {
 	nodes := make([]model.Task, len(p.Items))
 	for i, t := range p.Items {
-		nodes[i] = l.task(ctx, t, taskRefs{})
+		nodes[i] = l.task(ctx, t, queue)
 	}
 	return model.NewTaskConnection(nodes, pageInfo(p), p.Cursor)
 }

@@ -25,8 +25,10 @@ import (
 const helper = "marshalInOrder(ctx, len(v), "
 
 // concurrentCall is gqlgen's call in a list marshaller, up to the element
-// function: MarshalSliceConcurrently(ctx, len(v), workerLimit, omitPanicHandler, .
-var concurrentCall = regexp.MustCompile(`graphql\.MarshalSliceConcurrently\(ctx, len\(v\), [0-9]+, (true|false), `)
+// function: MarshalSliceConcurrently(ctx, len(v), workerLimit,
+// omitPanicHandler, . marshalInOrder always recovers panics, as gqlgen does
+// unless omit_panic_handler is set; with it set, the tool finds no call.
+var concurrentCall = regexp.MustCompile(`graphql\.MarshalSliceConcurrently\(ctx, len\(v\), [0-9]+, false, `)
 
 func main() {
 	types := flag.String("types", "", "comma-separated GraphQL object types whose lists marshal in order")

@@ -22,7 +22,7 @@ func (ec *executionContext) marshalNTask2ᚕmodelᚐTaskᚄ(ctx context.Context,
 }
 
 func (ec *executionContext) marshalOTask2ᚕmodelᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Task) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 8, true, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 8, false, func(ctx context.Context, i int) graphql.Marshaler {
 		return ec.marshalNTask2modelᚐTask(ctx, sel, v[i])
 	})
 	return ret
@@ -67,6 +67,10 @@ func TestRewriteRefuses(t *testing.T) {
 			[]string{"Task"}, "resolves concurrently",
 		},
 		"a type with no object marshaller": {source(""), []string{"Project"}, "no marshaller of object type Project"},
+		"gqlgen's omit_panic_handler": {
+			strings.ReplaceAll(source(""), ", false, func", ", true, func"),
+			[]string{"Task"}, "no MarshalSliceConcurrently call to rewrite",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := rewrite(tc.src, tc.types); err == nil || !strings.Contains(err.Error(), tc.want) {
