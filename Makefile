@@ -48,6 +48,9 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # renderer (github.com/ugorji/go), which Worktrack never uses: 6 MB less
 # binary and about 1.4 MiB less resident memory (docs/performance.md).
 BUILD_TAGS ?= nomsgpack
+# The tests build and run the same code: GOFLAGS reaches the go build of
+# the end-to-end tests' server binary too.
+TEST_GOFLAGS = GOFLAGS='$(strip $(GOFLAGS) -tags=$(BUILD_TAGS))'
 
 build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT=...)
 	CGO_ENABLED=0 $(GO) build -tags '$(BUILD_TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o bin/worktrack ./cmd/worktrack
@@ -57,7 +60,7 @@ build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT
 # Node.js, and how to run them. The exit status is go test's.
 test: ## run every test with the race detector (extra flags: TESTFLAGS=...); says what was skipped
 	@set -o pipefail; $(GO) build -o $(BIN)/testsummary ./tools/testsummary && \
-	$(GO) test -race -count=1 -json $(TESTFLAGS) ./... 2>&1 | $(BIN)/testsummary
+	$(TEST_GOFLAGS) $(GO) test -race -count=1 -json $(TESTFLAGS) ./... 2>&1 | $(BIN)/testsummary
 
 # Fuzzing: every `func FuzzXxx` of a test file, one at a time, each for
 # FUZZTIME with one worker (the seeds in f.Add and testdata/fuzz run first).
@@ -105,7 +108,7 @@ test-containers: ## PostgreSQL-backed packages and the fault tests through testc
 	fi; \
 	echo "testcontainers: image $$WORKTRACK_TEST_PG_IMAGE, Ryuk disabled: $$TESTCONTAINERS_RYUK_DISABLED, host: $${TESTCONTAINERS_HOST_OVERRIDE:-(found by testcontainers)}"; \
 	echo '$(GO) test -race -count=1 $(TESTFLAGS) $(PG_PACKAGES)'; \
-	$(GO) test -race -count=1 $(TESTFLAGS) $(PG_PACKAGES)
+	$(TEST_GOFLAGS) $(GO) test -race -count=1 $(TESTFLAGS) $(PG_PACKAGES)
 
 clean-containers: ## remove PostgreSQL test containers left by test binaries that died
 	@ids="$$(docker ps -aq --filter label=org.worktrack.storetest)"; \
