@@ -1,34 +1,39 @@
 package graph
 
 import (
-	"embed"
-	"net/http"
+	_ "embed" // the GraphiQL page and bundle
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/adapters/httpedge"
 )
 
-// graphiqlAssets is the GraphiQL page and its bundle, built from pinned
-// npm packages by `make graphiql` (tools/graphiql) and committed: the page
-// loads nothing from another host. Request headers (the API key) are never
-// persisted in the browser's storage.
-//
-//go:embed graphiql/index.html graphiql/graphiql.js graphiql/graphiql.css
-var graphiqlAssets embed.FS
+// The GraphiQL page and its bundle, built from pinned npm packages by `make
+// graphiql` (tools/graphiql) and committed: the page loads nothing from
+// another host. Request headers (the API key) are never persisted in the
+// browser's storage. They are strings, served from the binary as they are
+// (httpedge.Asset).
+var (
+	//go:embed graphiql/index.html
+	graphiqlPage string
+	//go:embed graphiql/graphiql.js
+	graphiqlJS string
+	//go:embed graphiql/graphiql.css
+	graphiqlCSS string
+)
 
 // GraphiQLAssetPath is where the page's script and style are served.
 const GraphiQLAssetPath = "/graphiql"
 
-func graphiqlFile(name, contentType string) func(c *gin.Context) {
-	body, err := graphiqlAssets.ReadFile("graphiql/" + name)
-	if err != nil {
-		panic("graph: " + err.Error())
-	}
-	cache := "public, max-age=3600"
-	if name == "index.html" {
-		cache = "no-cache"
-	}
-	return func(c *gin.Context) {
-		c.Header("Cache-Control", cache)
-		c.Data(http.StatusOK, contentType, body)
-	}
+// The page is never cached, so that a new version's page is loaded with its
+// own bundle; the bundle may be, for an hour.
+const (
+	pageCache  = "no-cache"
+	assetCache = "public, max-age=3600"
+)
+
+func graphiqlHandlers() (page, js, css gin.HandlerFunc) {
+	return httpedge.Asset(graphiqlPage, "text/html; charset=utf-8", pageCache),
+		httpedge.Asset(graphiqlJS, "text/javascript; charset=utf-8", assetCache),
+		httpedge.Asset(graphiqlCSS, "text/css; charset=utf-8", assetCache)
 }

@@ -122,7 +122,7 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	sockets := newSockets(a.Auth)
 	ws := newWSHandler(edge, api, a, o, sockets)
 	h := &httpHandler{gql: NewServer(a, o), app: a, wait: o.LoaderWait, api: api}
-	graphiql := graphiqlFile("index.html", "text/html; charset=utf-8")
+	graphiql, script, style := graphiqlHandlers()
 	servePage := func(c *gin.Context) {
 		if acceptsHTML(c.Request) {
 			graphiql(c)
@@ -131,8 +131,8 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	}
 
 	e := edge.Engine()
-	e.GET(GraphiQLAssetPath+"/graphiql.js", graphiqlFile("graphiql.js", "text/javascript; charset=utf-8"))
-	e.GET(GraphiQLAssetPath+"/graphiql.css", graphiqlFile("graphiql.css", "text/css; charset=utf-8"))
+	e.GET(GraphiQLAssetPath+"/graphiql.js", script)
+	e.GET(GraphiQLAssetPath+"/graphiql.css", style)
 	e.POST(Path, api.Chain(h.serve)...)
 	e.GET(Path, append([]gin.HandlerFunc{ws.upgrade, servePage}, api.Chain(h.methodNotAllowed)...)...)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {

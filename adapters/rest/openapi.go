@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 	"go.yaml.in/yaml/v3"
@@ -18,8 +19,12 @@ import (
 //go:embed openapi.yaml
 var OpenAPIYAML []byte
 
-// openAPIJSON is the document as JSON, for GET /v1/openapi.json.
-var openAPIJSON = func() []byte {
+// openAPIJSON is the document as JSON, for GET /v1/openapi.json. It is made
+// at the first request, not at start: parsing the YAML costs a few MB of
+// garbage that a server nobody asks for its description need not grow its
+// heap for. The tests parse the same bytes, so it cannot fail in a binary
+// whose tests passed; if it did, the request would answer internal_error.
+var openAPIJSON = sync.OnceValue(func() []byte {
 	var doc any
 	if err := yaml.Unmarshal(OpenAPIYAML, &doc); err != nil {
 		panic(fmt.Sprintf("rest: openapi.yaml: %v", err))
@@ -29,11 +34,11 @@ var openAPIJSON = func() []byte {
 		panic(fmt.Sprintf("rest: openapi.yaml as JSON: %v", err))
 	}
 	return b
-}()
+})
 
 // serveOpenAPI answers GET /v1/openapi.json, with no key: the description
 // of the API is public, as Stripe's and GitHub's are.
 func serveOpenAPI(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=300")
-	c.Data(http.StatusOK, "application/json", openAPIJSON)
+	c.Data(http.StatusOK, "application/json", openAPIJSON())
 }

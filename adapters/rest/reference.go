@@ -1,30 +1,24 @@
 package rest
 
 import (
-	"embed"
-	"net/http"
+	_ "embed" // the API reference page and its Redoc bundle
 
-	"github.com/gin-gonic/gin"
+	"github.com/worktrack/worktrack/adapters/httpedge"
 )
 
-// reference holds GET /docs: a page that renders the OpenAPI document with
-// Redoc, whose pinned standalone bundle (make docs-assets) the binary
-// serves, so the reference works with no internet access.
-//
-//go:embed reference/index.html reference/redoc.standalone.js
-var reference embed.FS
+// GET /docs is a page that renders the OpenAPI document with Redoc, whose
+// pinned standalone bundle (make docs-assets) the binary serves, so the
+// reference works with no internet access. Both are strings served from the
+// binary as they are (httpedge.Asset): the 940 kB bundle is read into
+// memory only when a browser asks for it.
+var (
+	//go:embed reference/index.html
+	referencePage string
+	//go:embed reference/redoc.standalone.js
+	redocJS string
+)
 
-func serveReference(page string, contentType string) gin.HandlerFunc {
-	body, err := reference.ReadFile("reference/" + page)
-	if err != nil {
-		panic("rest: " + err.Error())
-	}
-	return func(c *gin.Context) {
-		if contentType == "text/html; charset=utf-8" {
-			c.Header("Cache-Control", "no-cache")
-		} else {
-			c.Header("Cache-Control", "public, max-age=3600")
-		}
-		c.Data(http.StatusOK, contentType, body)
-	}
-}
+var (
+	serveReferencePage = httpedge.Asset(referencePage, "text/html; charset=utf-8", "no-cache")
+	serveRedoc         = httpedge.Asset(redocJS, "text/javascript; charset=utf-8", "public, max-age=3600")
+)

@@ -36,8 +36,8 @@ type Server struct {
 func Mount(edge *httpedge.Edge, a *app.App, opts Options) *Server {
 	s := &Server{app: a, api: edge.API(Prefix, httpedge.ErrorObject)}
 	edge.Engine().GET(Prefix+"/openapi.json", serveOpenAPI)
-	edge.Engine().GET("/docs", serveReference("index.html", "text/html; charset=utf-8"))
-	edge.Engine().GET("/docs/redoc.standalone.js", serveReference("redoc.standalone.js", "text/javascript; charset=utf-8"))
+	edge.Engine().GET("/docs", serveReferencePage)
+	edge.Engine().GET("/docs/redoc.standalone.js", serveRedoc)
 	v1 := edge.Engine().Group(Prefix, s.api.Chain(s.api.Idempotent(opts.Idempotency))...)
 	v1.GET("/users/me", s.handle(s.me))
 	v1.GET("/users", s.handle(s.listUsers))
