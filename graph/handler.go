@@ -1,17 +1,15 @@
 package graph
 
 import (
-	"bytes"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/gin-gonic/gin"
 	"github.com/vektah/gqlparser/v2/ast"
 
@@ -76,21 +74,18 @@ func (o *Options) defaults() {
 	}
 }
 
-// NewServer builds the gqlgen server: POST transport, introspection,
-// automatic persisted queries, the depth and complexity limits, the error
-// presenter. It expects the request context prepared by Mount's handler.
-func NewServer(a *app.App, o Options) *handler.Server {
-	o.defaults()
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{App: a}, Complexity: complexity()}))
-	srv.AddTransport(transport.POST{})
-	configure(srv, o)
-	srv.Use(noSubscriptionsOverPOST{})
-	return srv
+// executorConfig is what configure sets: gqlgen's executor (POST) and its
+// server (WebSocket) both have it.
+type executorConfig interface {
+	SetQueryCache(graphql.Cache[*ast.QueryDocument])
+	Use(graphql.HandlerExtension)
+	SetErrorPresenter(graphql.ErrorPresenterFunc)
+	SetRecoverFunc(graphql.RecoverFunc)
 }
 
-// configure gives a server of either transport the same cache, extensions,
-// limits and error handling.
-func configure(srv *handler.Server, o Options) {
+// configure gives the executors of either transport the same cache,
+// extensions, limits and error handling.
+func configure(srv executorConfig, o Options) {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(documentLimit{}) // before the persisted-query cache stores a query
@@ -121,7 +116,7 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	api := edge.API(Path, renderHTTPError)
 	sockets := newSockets(a.Auth)
 	ws := newWSHandler(edge, api, a, o, sockets)
-	h := &httpHandler{gql: NewServer(a, o), app: a, wait: o.LoaderWait, api: api}
+	h := &httpHandler{exec: newExecutor(a, o), app: a, wait: o.LoaderWait, api: api}
 	graphiql, script, style := graphiqlHandlers()
 	servePage := func(c *gin.Context) {
 		if acceptsHTML(c.Request) {
@@ -142,36 +137,10 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 }
 
 type httpHandler struct {
-	gql  http.Handler
+	exec *executor.Executor
 	app  *app.App
 	wait time.Duration
 	api  *httpedge.API
-}
-
-// serve runs one GraphQL request for the authenticated caller, with fresh
-// dataloaders. The body must be one JSON object: anything else is refused
-// as over REST (invalid_json, request_too_large), in the GraphQL shape.
-func (h *httpHandler) serve(c *gin.Context) {
-	body, err := httpedge.ReadBody(c)
-	if err != nil {
-		h.api.Abort(c, err)
-		return
-	}
-	obj, err := httpedge.ParseObject(body)
-	if err != nil {
-		h.api.Abort(c, domain.Errorf(httpedge.CodeInvalidJSON,
-			"The request body must be one JSON object: {\"query\": \"…\", \"variables\": {…}, \"operationName\": \"…\"}."))
-		return
-	}
-	if err := checkEnvelope(obj); err != nil {
-		h.api.Abort(c, err)
-		return
-	}
-	c.Request.Body = io.NopCloser(bytes.NewReader(body))
-
-	who := httpedge.Actor(c)
-	ctx := withRequest(c.Request.Context(), &request{actor: who, loaders: newLoaders(h.app, who, h.wait), gin: c})
-	h.gql.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 }
 
 func (h *httpHandler) methodNotAllowed(c *gin.Context) {
@@ -182,33 +151,4 @@ func (h *httpHandler) methodNotAllowed(c *gin.Context) {
 
 func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(strings.ToLower(r.Header.Get("Accept")), "text/html")
-}
-
-// envelope are the members of a GraphQL request body and the JSON type each
-// must have, null aside.
-var envelope = []struct{ name, want, kind string }{
-	{"query", "a string", "\""},
-	{"operationName", "a string", "\""},
-	{"variables", "an object", "{"},
-	{"extensions", "an object", "{"},
-}
-
-// checkEnvelope refuses a body whose members have the wrong JSON type
-// (validation_failed, param the member) before gqlgen decodes it: gqlgen
-// would answer with its decoder's message and the whole body echoed back.
-func checkEnvelope(obj httpedge.Object) error {
-	for _, m := range envelope {
-		raw, ok := obj[m.name]
-		if !ok {
-			continue
-		}
-		v := bytes.TrimSpace(raw)
-		if string(v) == "null" {
-			continue
-		}
-		if len(v) == 0 || v[0] != m.kind[0] {
-			return domain.Invalid(m.name, "Must be %s.", m.want)
-		}
-	}
-	return nil
 }

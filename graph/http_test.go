@@ -234,3 +234,26 @@ func TestRequestIDsAreTheHeader(t *testing.T) {
 		t.Fatalf("data: %s", r.Body)
 	}
 }
+
+// The answer is JSON unless the client asks for GraphQL's own response type
+// first (GraphQL over HTTP); with that type, a document refused before it
+// runs is 400 rather than 422.
+func TestResponseMediaType(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t))
+	for _, c := range []struct {
+		accept, query, wantType string
+		wantStatus              int
+	}{
+		{"", "{ me { id } }", "application/json", http.StatusOK},
+		{"*/*", "{ me { id } }", "application/json", http.StatusOK},
+		{"application/graphql-response+json, application/json;q=0.9", "{ me { id } }", "application/graphql-response+json", http.StatusOK},
+		{"text/html;q=0.5, application/json", "{ me { nope } }", "application/json", http.StatusUnprocessableEntity},
+		{"application/graphql-response+json", "{ me { nope } }", "application/graphql-response+json", http.StatusBadRequest},
+	} {
+		r := decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Guest.Key,
+			Body: map[string]any{"query": c.query}, Header: map[string]string{"Accept": c.accept}}))
+		if r.Status != c.wantStatus || r.Header.Get("Content-Type") != c.wantType {
+			t.Errorf("Accept %q, %s: %d %q, want %d %q", c.accept, c.query, r.Status, r.Header.Get("Content-Type"), c.wantStatus, c.wantType)
+		}
+	}
+}

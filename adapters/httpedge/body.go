@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,24 +58,63 @@ type Object map[string]json.RawMessage
 // included), or JSON that is not an object (null and arrays included), is
 // invalid_json.
 func ParseObject(raw []byte) (Object, error) {
+	var obj Object
+	if err := DecodeObject(raw, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// DecodeObject decodes raw, which must be exactly one JSON object, into v, a
+// pointer to a struct or a map, in one pass; numbers in untyped places
+// (any) become json.Number, so that integers keep their precision. Not JSON
+// (invalid UTF-8 included), JSON that is not an object (null and arrays
+// included) or more than one value is invalid_json. A member whose JSON type
+// does not fit v's field (a number for a string, say) is validation_failed,
+// with the member's name as param.
+func DecodeObject(raw []byte, v any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, domain.Errorf(CodeInvalidJSON, "The request body must be a JSON object.")
+		return domain.Errorf(CodeInvalidJSON, "The request body must be a JSON object.")
 	}
 	// JSON text is UTF-8 (RFC 8259); Go's decoder would quietly turn invalid
 	// bytes into U+FFFD and store something the client never sent.
 	if !utf8.Valid(trimmed) {
-		return nil, domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: it is not UTF-8.")
+		return domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: it is not UTF-8.")
 	}
-	var obj Object
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(&obj); err != nil {
-		return nil, domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: %s.", jsonProblem(err))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return domain.Invalid(te.Field, "Must be %s.", jsonKind(te.Type))
+		}
+		return domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: %s.", jsonProblem(err))
 	}
 	if dec.More() || dec.InputOffset() != int64(len(trimmed)) {
-		return nil, domain.Errorf(CodeInvalidJSON, "The request body must hold exactly one JSON object.")
+		return domain.Errorf(CodeInvalidJSON, "The request body must hold exactly one JSON object.")
 	}
-	return obj, nil
+	return nil
+}
+
+// jsonKind names the JSON type that decodes into t, for messages.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "of another type"
 }
 
 // ReadObject reads the body as one JSON object with only the allowed fields

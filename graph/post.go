@@ -1,0 +1,161 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// POST /graphql runs on gqlgen's executor directly rather than through its
+// POST transport, which would read and decode the body a second time (the
+// edge has read it, and must refuse a body that is not one JSON object
+// before GraphQL sees it), and would marshal the finished response once more
+// to copy its data. Everything between the decoded request and the response
+// (persisted queries, parsing, validation, the limits, execution, the error
+// presenter) is the executor's, configured as the WebSocket server is.
+
+// newExecutor is the executor of queries and mutations sent with POST.
+func newExecutor(a *app.App, o Options) *executor.Executor {
+	exec := executor.New(NewExecutableSchema(Config{Resolvers: &Resolver{App: a}, Complexity: complexity()}))
+	configure(exec, o)
+	exec.Use(noSubscriptionsOverPOST{})
+	return exec
+}
+
+// postBody is a GraphQL request sent with POST (GraphQL over HTTP).
+type postBody struct {
+	Query         string         `json:"query"`
+	OperationName string         `json:"operationName"`
+	Variables     map[string]any `json:"variables"`
+	Extensions    map[string]any `json:"extensions"`
+}
+
+// errNotOneObject is the answer to a body that is not one JSON object.
+var errNotOneObject = domain.Errorf(httpedge.CodeInvalidJSON,
+	"The request body must be one JSON object: {\"query\": \"…\", \"variables\": {…}, \"operationName\": \"…\"}.")
+
+// serve runs one GraphQL request for the authenticated caller, with fresh
+// dataloaders. The body must be one JSON object, refused as over REST
+// otherwise (invalid_json, request_too_large), in the GraphQL shape; a
+// member of the wrong JSON type is validation_failed with the member as
+// param, before gqlgen sees it.
+func (h *httpHandler) serve(c *gin.Context) {
+	start := graphql.Now()
+	raw, err := httpedge.ReadBody(c)
+	if err != nil {
+		h.api.Abort(c, err)
+		return
+	}
+	var body postBody
+	if err := httpedge.DecodeObject(raw, &body); err != nil {
+		if domain.IsCode(err, httpedge.CodeInvalidJSON) {
+			err = errNotOneObject
+		}
+		h.api.Abort(c, err)
+		return
+	}
+	params := &graphql.RawParams{
+		Query:         body.Query,
+		OperationName: body.OperationName,
+		Variables:     body.Variables,
+		Extensions:    body.Extensions,
+		Headers:       c.Request.Header,
+		ReadTime:      graphql.TraceTiming{Start: start, End: graphql.Now()},
+	}
+
+	who := httpedge.Actor(c)
+	ctx := graphql.StartOperationTrace(c.Request.Context())
+	ctx = withRequest(ctx, &request{actor: who, loaders: newLoaders(h.app, who, h.wait), gin: c})
+	contentType := responseContentType(c.Request)
+	status, resp := h.execute(ctx, params, contentType)
+	if resp == nil {
+		// The executor gives no response only when the request's context
+		// ended before it ran: the client has gone.
+		h.api.Abort(c, ctx.Err())
+		return
+	}
+	h.write(c, contentType, status, resp)
+}
+
+// execute parses, validates and runs params, and returns the HTTP status
+// and the response: a request refused before it runs is 422, or 400 for a
+// client that asked for application/graphql-response+json (GraphQL over
+// HTTP); one that ran is 200, errors included.
+func (h *httpHandler) execute(ctx context.Context, params *graphql.RawParams, contentType string) (int, *graphql.Response) {
+	op, errs := h.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		status := http.StatusOK
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			status = http.StatusUnprocessableEntity
+			if contentType == mediaGraphQLResponse {
+				status = http.StatusBadRequest
+			}
+		}
+		return status, h.exec.DispatchError(graphql.WithOperationContext(ctx, op), errs)
+	}
+	responses, ctx := h.exec.DispatchOperation(ctx, op)
+	return http.StatusOK, responses(ctx)
+}
+
+const (
+	mediaJSON            = "application/json"
+	mediaGraphQLResponse = "application/graphql-response+json"
+)
+
+// responseContentType is the media type of the answer: the first of JSON
+// and GraphQL's own response type that the Accept header names, JSON by
+// default.
+func responseContentType(r *http.Request) string {
+	for part := range strings.SplitSeq(r.Header.Get("Accept"), ",") {
+		mediaType, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mediaType {
+		case "*/*", "application/*", mediaJSON:
+			return mediaJSON
+		case mediaGraphQLResponse:
+			return mediaGraphQLResponse
+		}
+	}
+	return mediaJSON
+}
+
+// write writes resp. The common answer, data alone, is written as
+// it stands: the executor has just built its data as compact JSON, and
+// marshalling the response would only copy it, escaping it again on the
+// way. Anything with errors or extensions is marshalled whole.
+func (h *httpHandler) write(c *gin.Context, contentType string, status int, resp *graphql.Response) {
+	c.Header("Content-Type", contentType)
+	if len(resp.Errors) == 0 && len(resp.Extensions) == 0 && resp.Label == "" && resp.Path == nil && resp.HasNext == nil {
+		data := resp.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		c.Status(status)
+		_, _ = c.Writer.WriteString(`{"data":`)
+		_, _ = c.Writer.Write(data)
+		_, _ = c.Writer.WriteString("}")
+		return
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		// Only invalid data bytes fail here, which the executor never makes.
+		h.api.Abort(c, fmt.Errorf("graphql: marshalling the response: %w", err))
+		return
+	}
+	c.Status(status)
+	_, _ = c.Writer.Write(b)
+}
