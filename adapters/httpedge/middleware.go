@@ -174,20 +174,49 @@ func (s *Edge) rateLimit(c *gin.Context, render Renderer) {
 		c.Next()
 		return
 	}
-	reset := int64(math.Ceil(float64(d.Reset.UnixMilli()) / 1000))
-	toReset := secondsUntil(d.Reset, now)
-	h := c.Writer.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
-	h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, d.Limit, int(s.opts.RateWindow.Seconds())))
-	h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, d.Remaining, toReset))
+	setRateLimitHeaders(c.Writer.Header(), d, s.opts.RateWindow, now)
 	if !d.Allowed {
 		setRetryAfter(c, d.Reset, now)
 		render.Abort(c, errRateLimited())
 		return
 	}
 	c.Next()
+}
+
+// The rate-limit headers' names, in the form net/http writes them
+// (http.CanonicalHeaderKey), so that they can be stored without being
+// canonicalised again on every request.
+const (
+	headerLimit     = "X-Ratelimit-Limit"
+	headerRemaining = "X-Ratelimit-Remaining"
+	headerReset     = "X-Ratelimit-Reset"
+	headerPolicy    = "Ratelimit-Policy"
+	headerRateLimit = "Ratelimit"
+)
+
+// setRateLimitHeaders reports d, a window of the given length, in both the
+// X-RateLimit-* headers and the IETF draft's RateLimit-Policy and
+// RateLimit. Every authenticated request sends them, so the five values
+// share one backing array.
+func setRateLimitHeaders(h http.Header, d RateDecision, window time.Duration, now time.Time) {
+	reset := int64(math.Ceil(float64(d.Reset.UnixMilli()) / 1000))
+	var buf [40]byte
+	b := buf[:0]
+	vals := make([]string, 5)
+	vals[0] = strconv.Itoa(d.Limit)
+	vals[1] = strconv.Itoa(d.Remaining)
+	vals[2] = strconv.FormatInt(reset, 10)
+	b = strconv.AppendInt(append(b[:0], `"default";q=`...), int64(d.Limit), 10)
+	b = strconv.AppendInt(append(b, ";w="...), int64(window.Seconds()), 10)
+	vals[3] = string(b)
+	b = strconv.AppendInt(append(b[:0], `"default";r=`...), int64(d.Remaining), 10)
+	b = strconv.AppendInt(append(b, ";t="...), int64(secondsUntil(d.Reset, now)), 10)
+	vals[4] = string(b)
+	h[headerLimit] = vals[0:1:1]
+	h[headerRemaining] = vals[1:2:2]
+	h[headerReset] = vals[2:3:3]
+	h[headerPolicy] = vals[3:4:4]
+	h[headerRateLimit] = vals[4:5:5]
 }
 
 func errRateLimited() *domain.Error {
