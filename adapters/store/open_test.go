@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 )
@@ -144,5 +146,47 @@ func TestAsyncCommitIsThatPoolsAlone(t *testing.T) {
 		if setting != c.want {
 			t.Fatalf("synchronous_commit %q, want %q (options %d)", setting, c.want, len(c.opts))
 		}
+	}
+}
+
+// Each PostgreSQL connection keeps at most 128 prepared statements, unless
+// the database URL says otherwise.
+func TestStatementCacheCapacity(t *testing.T) {
+	u := storetest.PostgresURL(t)
+	capacity := func(url string) int {
+		t.Helper()
+		ctx := context.Background()
+		db, err := store.Open(ctx, url, store.WithMaxOpenConns(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = db.Close() }()
+		sqlDB, err := db.Gorm().DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := sqlDB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = conn.Close() }()
+		var n int
+		if err := conn.Raw(func(dc any) error {
+			n = dc.(*stdlib.Conn).Conn().Config().StatementCacheCapacity
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := capacity(u); n != 128 {
+		t.Errorf("statement cache of %d, want 128", n)
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	if n := capacity(u + sep + "statement_cache_capacity=7"); n != 7 {
+		t.Errorf("with statement_cache_capacity=7 in the URL: %d, want 7", n)
 	}
 }
