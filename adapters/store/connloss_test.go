@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/worktrack/worktrack/adapters/store"
@@ -219,6 +220,26 @@ func TestTaskReadRetriesOnAConnectionThatDiedInThePool(t *testing.T) {
 	ctx, _, db := onePostgresConnection(t)
 	ws := newWorkspace(t, db)
 	task := newTask(t, db, newProject(t, db, ws, "DEAD", base), domain.TaskFields{Title: domain.Set("t")}, base)
+	// Close the socket under pgx, which does not notice until it writes.
+	onPooledConn(ctx, t, db, func(c *pgx.Conn) { _ = c.PgConn().Conn().Close() })
+
+	got, err := db.Tasks().FindTaskByID(ctx, ws.ID, task.ID)
+	if err != nil || got.ID != task.ID {
+		t.Fatalf("a task read on a connection that died in the pool: %v, %v", got.ID, err)
+	}
+	sqlDB, err := db.Gorm().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sqlDB.Stats().OpenConnections; n != 1 {
+		t.Fatalf("%d connections open after the retry, want 1", n)
+	}
+}
+
+// onPooledConn runs fn on the pgx connection under one of db's pooled
+// PostgreSQL connections, which goes back to the pool afterwards.
+func onPooledConn(ctx context.Context, t *testing.T, db *store.DB, fn func(*pgx.Conn)) {
+	t.Helper()
 	sqlDB, err := db.Gorm().DB()
 	if err != nil {
 		t.Fatal(err)
@@ -227,17 +248,8 @@ func TestTaskReadRetriesOnAConnectionThatDiedInThePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Close the socket under pgx, which does not notice until it writes.
-	if err := conn.Raw(func(dc any) error { return dc.(*stdlib.Conn).Conn().PgConn().Conn().Close() }); err != nil {
+	defer func() { _ = conn.Close() }()
+	if err := conn.Raw(func(dc any) error { fn(dc.(*stdlib.Conn).Conn()); return nil }); err != nil {
 		t.Fatal(err)
-	}
-	_ = conn.Close()
-
-	got, err := db.Tasks().FindTaskByID(ctx, ws.ID, task.ID)
-	if err != nil || got.ID != task.ID {
-		t.Fatalf("a task read on a connection that died in the pool: %v, %v", got.ID, err)
-	}
-	if n := sqlDB.Stats().OpenConnections; n != 1 {
-		t.Fatalf("%d connections open after the retry, want 1", n)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
@@ -161,22 +161,8 @@ func TestStatementCacheCapacity(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = db.Close() }()
-		sqlDB, err := db.Gorm().DB()
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := sqlDB.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = conn.Close() }()
 		var n int
-		if err := conn.Raw(func(dc any) error {
-			n = dc.(*stdlib.Conn).Conn().Config().StatementCacheCapacity
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		onPooledConn(ctx, t, db, func(c *pgx.Conn) { n = c.Config().StatementCacheCapacity })
 		return n
 	}
 	if n := capacity(u); n != 128 {
