@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -83,7 +84,11 @@ func (h *httpHandler) serve(c *gin.Context) {
 	if resp == nil {
 		// The executor gives no response only when the request's context
 		// ended before it ran: the client has gone.
-		h.api.Abort(c, ctx.Err())
+		err := ctx.Err()
+		if err == nil {
+			err = errors.New("graphql: the executor gave no response")
+		}
+		h.api.Abort(c, err)
 		return
 	}
 	h.write(c, contentType, status, resp)
