@@ -97,24 +97,16 @@ func DecodeObject(raw []byte, v any) error {
 	return nil
 }
 
-// jsonKind names the JSON type that decodes into t, for messages.
+// jsonKind names the JSON type that decodes into t, for messages. The
+// bodies decoded with DecodeObject have string and object members.
 func jsonKind(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		return "an array"
 	case reflect.Map, reflect.Struct:
 		return "an object"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
 	}
-	return "of another type"
+	return "of another JSON type"
 }
 
 // ReadObject reads the body as one JSON object with only the allowed fields

@@ -206,7 +206,7 @@ func setRateLimitHeaders(h http.Header, d RateDecision, window time.Duration, no
 	vals[0] = strconv.Itoa(d.Limit)
 	vals[1] = strconv.Itoa(d.Remaining)
 	vals[2] = strconv.FormatInt(reset, 10)
-	b = strconv.AppendInt(append(b[:0], `"default";q=`...), int64(d.Limit), 10)
+	b = strconv.AppendInt(append(b, `"default";q=`...), int64(d.Limit), 10)
 	b = strconv.AppendInt(append(b, ";w="...), int64(window.Seconds()), 10)
 	vals[3] = string(b)
 	b = strconv.AppendInt(append(b[:0], `"default";r=`...), int64(d.Remaining), 10)
