@@ -258,6 +258,14 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			return nil, fmt.Errorf("build the reference: %w", err)
 		}
 	}
+	for _, b := range []string{bin, refBin} {
+		if b == refBin && !needRef {
+			continue
+		}
+		if err := dropFromPageCache(b); err != nil {
+			return nil, err
+		}
+	}
 
 	if h.admin, err = pgx.Connect(ctx, h.opts.adminURL); err != nil {
 		return nil, fmt.Errorf("TEST_DATABASE_URL: %w", err)

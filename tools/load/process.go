@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // process is a server the harness started; it is stopped by its pid.
@@ -176,4 +178,26 @@ func vmRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS")
+}
+
+// dropFromPageCache writes path's pages to disk and drops them from the
+// page cache, so that the processes started from it read the binary from
+// disk, as after a deploy. Run straight from the linker's output, the same
+// bytes measured up to 5 MiB more resident at idle (27.6 against 22.4 MiB
+// of file-backed RSS): the kernel maps a fault's neighbours in whole
+// page-cache folios, and how large those folios are depends on how the file
+// was written, not on the program. Both servers are measured from disk.
+func dropFromPageCache(path string) error {
+	f, err := os.Open(path) //nolint:gosec // a binary the harness built or was given
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil { // dirty pages cannot be dropped
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("drop %s from the page cache: %w", path, err)
+	}
+	return nil
 }
