@@ -190,6 +190,39 @@ func TestCancelledStatementKeepsItsSession(t *testing.T) {
 		}
 	})
 
+	// A client that went away between two of its request's statements:
+	// the next statement starts under an ended context. It must fail with
+	// the context's error and leave the session alone. Were it to reach
+	// pgx's database/sql adapter, the adapter would answer it as a bad
+	// connection (nothing was sent), and database/sql would close the
+	// session and one more; database/sql checks the context first.
+	t.Run("statements whose context ended before they started", func(t *testing.T) {
+		cctx, ccancel := context.WithCancel(ctx)
+		ccancel()
+		p := makeProject(t, ws, "LATE", base)
+		for name, run := range map[string]func() error{
+			"raw":    func() error { return db.Gorm().WithContext(cctx).Exec("SELECT 1").Error },
+			"create": func() error { return db.Projects().CreateProject(cctx, p) },
+			"query": func() error {
+				var n int64
+				return db.Gorm().WithContext(cctx).Table("projects").Count(&n).Error
+			},
+			"in a transaction": func() error {
+				return db.InTx(ctx, func(context.Context) error { return db.Projects().CreateProject(cctx, p) })
+			},
+		} {
+			if err := run(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s under an ended context: %v, want context.Canceled", name, err)
+			}
+			if got := pid(); got != first || sessions() != 1 {
+				t.Fatalf("after a %s under an ended context the pool has session %d (%d open); want %d, the one it had", name, got, sessions(), first)
+			}
+		}
+		if _, err := db.Projects().FindProjectByID(ctx, ws.ID, p.ID); err == nil {
+			t.Fatal("a project created under an ended context exists")
+		}
+	})
+
 	t.Run("a transaction cancelled between statements", func(t *testing.T) {
 		p := makeProject(t, ws, "GONE2", base)
 		cctx, ccancel := context.WithCancel(ctx)
