@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -221,6 +222,41 @@ func TestCancelledStatementKeepsItsSession(t *testing.T) {
 		if _, err := db.Projects().FindProjectByID(ctx, ws.ID, p.ID); err == nil {
 			t.Fatal("a project created under an ended context exists")
 		}
+	})
+
+	// Clients that go away at any point of a write, BEGIN included: pgx's
+	// database/sql adapter ends a transaction under the context it began
+	// with, and closes the connection if that context has ended. So
+	// whenever the cancel lands, the session must stay.
+	t.Run("transactions cancelled at any point", func(t *testing.T) {
+		cancelled := 0
+		for i := range 300 {
+			p := makeProject(t, ws, fmt.Sprintf("ANY%d", i), base)
+			cctx, ccancel := context.WithCancel(ctx)
+			// Cancels spread over the first 1.5 ms, a transaction's length.
+			time.AfterFunc(time.Duration(i*5)*time.Microsecond, ccancel)
+			if err := db.InTx(cctx, func(ctx context.Context) error {
+				return db.Projects().CreateProject(ctx, p)
+			}); err != nil {
+				// A cancel that lands between database/sql's look at the
+				// context and pgx's reads as a bad connection
+				// (service_unavailable); the edge logs any failure of a
+				// request whose client has gone as 499.
+				if cctx.Err() == nil {
+					t.Fatalf("transaction %d, not cancelled, failed: %v", i, err)
+				}
+				cancelled++
+			}
+			ccancel()
+			if got := pid(); got != first || sessions() != 1 {
+				t.Fatalf("after transaction %d (cancelled after %d µs) the pool has session %d (%d open); want %d, the one it had",
+					i, i*5, got, sessions(), first)
+			}
+		}
+		if cancelled == 0 {
+			t.Fatal("no transaction was cancelled: the test did not test anything")
+		}
+		t.Logf("%d of 300 transactions cancelled", cancelled)
 	})
 
 	t.Run("a transaction cancelled between statements", func(t *testing.T) {

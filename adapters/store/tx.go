@@ -31,19 +31,23 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 		defer func() { <-db.writeLock }()
 	}
 	// The transaction itself (BEGIN, COMMIT, ROLLBACK) runs on a context
-	// that ctx cancels only until it has begun. A rollback under a
-	// cancelled context cannot be sent, and pgx then closes the connection:
-	// every client that went away mid-write cost the pool a connection.
-	// fn's statements still run under ctx, and a ctx cancelled before the
-	// commit still rolls everything back, with the connection kept.
-	txCtx, cancelTx := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelTx()
-	stopBegin := context.AfterFunc(ctx, cancelTx)
+	// that ctx never cancels. pgx's database/sql adapter sends a
+	// transaction's COMMIT or ROLLBACK under the context it began with; one
+	// that cannot be sent because that context ended makes pgx close the
+	// connection. Cancelling the transaction's context while it began, as
+	// this did until the statements started, cost the pool a session for
+	// every client that went away during a BEGIN: up to seven each time 32
+	// clients stopped mid-create. A client that goes away while the
+	// transaction waits for a connection is noticed once it has one, before
+	// fn runs; fn's statements still run under ctx, and a ctx that ends
+	// before the commit still rolls everything back, with the connection
+	// kept.
+	txCtx := context.WithoutCancel(ctx)
 	// Begin and commit failures do not pass through GORM's statement
 	// callbacks; a lost connection there is service_unavailable too.
 	wroteDeliveries := new(bool)
 	err := unavailable(db.gorm.WithContext(txCtx).Transaction(func(tx *gorm.DB) error {
-		if !stopBegin() {
+		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		ctx := context.WithValue(ctx, txKey{db}, tx)
