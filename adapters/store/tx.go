@@ -31,17 +31,12 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 		defer func() { <-db.writeLock }()
 	}
 	// The transaction itself (BEGIN, COMMIT, ROLLBACK) runs on a context
-	// that ctx never cancels. pgx's database/sql adapter sends a
-	// transaction's COMMIT or ROLLBACK under the context it began with; one
-	// that cannot be sent because that context ended makes pgx close the
-	// connection. Cancelling the transaction's context while it began, as
-	// this did until the statements started, cost the pool a session for
-	// every client that went away during a BEGIN: up to seven each time 32
-	// clients stopped mid-create. A client that goes away while the
-	// transaction waits for a connection is noticed once it has one, before
-	// fn runs; fn's statements still run under ctx, and a ctx that ends
-	// before the commit still rolls everything back, with the connection
-	// kept.
+	// that ctx never cancels: pgx's database/sql adapter ends a transaction
+	// under the context it began with, and closes the connection if that
+	// context has ended. A caller that has gone by the time the transaction
+	// holds its connection is noticed before fn runs; fn's statements run
+	// under ctx, and a ctx that ends before the commit rolls everything
+	// back, the connection kept.
 	txCtx := context.WithoutCancel(ctx)
 	// Begin and commit failures do not pass through GORM's statement
 	// callbacks; a lost connection there is service_unavailable too.

@@ -46,11 +46,10 @@ func startPprof(ctx context.Context, addr string, log *slog.Logger) func() {
 // memProfileRate is the runtime.MemProfileRate the process runs with, given
 // the current one (Go's default, or GODEBUG=memprofilerate's). Go samples
 // allocations for the heap profile in every program that links the
-// profiler, and keeps each sampled stack in a table of its own (about 1.5
-// MB once the table exists, plus the stack walks that read the binary's
-// function tables): here only WORKTRACK_PPROF_ADDR serves that profile, so
-// without it sampling is switched off. An operator's explicit
-// GODEBUG=memprofilerate still wins.
+// profiler, walking each sample's stack and keeping it in a table of its
+// own; only the listener of WORKTRACK_PPROF_ADDR serves that profile, so
+// without it sampling is off. An operator's explicit GODEBUG=memprofilerate
+// still wins.
 func memProfileRate(getenv func(string) string, current int) int {
 	if getenv("WORKTRACK_PPROF_ADDR") != "" {
 		return current

@@ -258,10 +258,11 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			return nil, fmt.Errorf("build the reference: %w", err)
 		}
 	}
-	for _, b := range []string{bin, refBin} {
-		if b == refBin && !needRef {
-			continue
-		}
+	bins := []string{bin}
+	if needRef {
+		bins = append(bins, refBin)
+	}
+	for _, b := range bins {
 		if err := dropFromPageCache(b); err != nil {
 			return nil, err
 		}
