@@ -82,15 +82,47 @@ var apart = map[string][]string{
 	module + "/adapters/httpedge": {module + "/adapters/rest", module + "/graph"},
 }
 
-func TestAPIsStandBesideEachOther(t *testing.T) {
+func TestAPIsStandBesideEachOther(t *testing.T) { checkApart(t, apart) }
+
+// storage lists the adapters the edge and the core drive: none of them may
+// reach an HTTP or GraphQL framework. The interfaces they implement for the
+// edge live in adapters/edgeport, which stands on the standard library.
+var storage = map[string][]string{
+	module + "/adapters/store":     {"github.com/gin-gonic/gin", "github.com/99designs/gqlgen", module + "/adapters/httpedge"},
+	module + "/adapters/ratelimit": {"github.com/gin-gonic/gin", "github.com/99designs/gqlgen", module + "/adapters/httpedge"},
+}
+
+func TestStorageDependsOnNoHTTPFramework(t *testing.T) { checkApart(t, storage) }
+
+// stdlibOnly are packages that may import the standard library alone (and
+// the core's domain types, which stand on it too).
+var stdlibOnly = []string{module + "/adapters/edgeport"}
+
+func TestEdgePortsStandOnTheStandardLibrary(t *testing.T) {
+	pkgs := goListDeps(t, stdlibOnly...)
+	for _, root := range stdlibOnly {
+		if _, ok := pkgs[root]; !ok {
+			t.Fatalf("go list did not report %s: the test would check nothing", root)
+		}
+		for _, chain := range firstReached(pkgs, root, func(p listedPackage) bool { return !p.Standard }) {
+			t.Errorf("%s may import only the standard library, but imports %s via %s",
+				root, chain[len(chain)-1], strings.Join(chain, " -> "))
+		}
+	}
+}
+
+// checkApart fails for every package under a key of rules that reaches,
+// directly or not, a package under one of the key's values.
+func checkApart(t *testing.T, rules map[string][]string) {
+	t.Helper()
 	var patterns []string
-	for root := range apart {
+	for root := range rules {
 		patterns = append(patterns, root+"/...")
 	}
 	slices.Sort(patterns)
 	pkgs := goListDeps(t, patterns...)
 
-	for root, banned := range apart {
+	for root, banned := range rules {
 		var roots []string
 		for path, p := range pkgs {
 			if !p.DepOnly && below(path, root) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
@@ -37,7 +38,7 @@ type Options struct {
 	Clock  ports.Clock
 	// Limiter counts requests per API key and failed authentications per
 	// client address.
-	Limiter    RateLimiter
+	Limiter    edgeport.RateLimiter
 	RateLimit  int           // requests per key per window (default 600)
 	RateWindow time.Duration // default 60s
 	// AuthFailureLimit failed authentications from one address within

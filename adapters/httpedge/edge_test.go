@@ -17,6 +17,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/core/domain"
@@ -155,12 +156,12 @@ func TestEveryCodeHasAStatusAndAType(t *testing.T) {
 // brokenLimiter fails every call, as an unreachable Redis does.
 type brokenLimiter struct{}
 
-func (brokenLimiter) Take(context.Context, string, int, time.Duration, time.Time) (httpedge.RateDecision, error) {
-	return httpedge.RateDecision{}, errors.New("redis: connection refused")
+func (brokenLimiter) Take(context.Context, string, int, time.Duration, time.Time) (edgeport.RateDecision, error) {
+	return edgeport.RateDecision{}, errors.New("redis: connection refused")
 }
 
-func (brokenLimiter) Peek(context.Context, string, int, time.Duration, time.Time) (httpedge.RateDecision, error) {
-	return httpedge.RateDecision{}, errors.New("redis: connection refused")
+func (brokenLimiter) Peek(context.Context, string, int, time.Duration, time.Time) (edgeport.RateDecision, error) {
+	return edgeport.RateDecision{}, errors.New("redis: connection refused")
 }
 
 // A limiter outage must not become the API's: requests are served without

@@ -11,45 +11,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-// IdempotencyRecord is the first request made with an Idempotency-Key, and
-// its response once it succeeded (contract section 10).
-type IdempotencyRecord struct {
-	APIKeyID  string // requests are idempotent per API key
-	Key       string // the Idempotency-Key header
-	Method    string
-	Path      string
-	BodyHash  string // hex SHA-256 of the exact body bytes
-	Done      bool   // false while the first request is running
-	Status    int    // the stored response, when Done
-	Body      []byte
-	CreatedAt time.Time
-}
-
-// IdempotencyStore keeps idempotency keys for the edge's Idempotent
-// middleware. Implemented by adapters/store.
-type IdempotencyStore interface {
-	// BeginIdempotent claims (r.APIKeyID, r.Key) for r as a running request
-	// and returns nil; when the key is already held it returns the holder
-	// instead. Records created before staleBefore (expired), or running and
-	// created before runningStaleBefore (left by a crashed process), are
-	// discarded first.
-	BeginIdempotent(ctx context.Context, r IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*IdempotencyRecord, error)
-	// CompleteIdempotent stores the 2xx response of a running record.
-	CompleteIdempotent(ctx context.Context, apiKeyID, key string, status int, body []byte) error
-	// ReleaseIdempotent forgets a running record whose request did not
-	// succeed, so the key can be used again.
-	ReleaseIdempotent(ctx context.Context, apiKeyID, key string) error
-	// PurgeIdempotent deletes records created before before, and returns how
-	// many; the server runs it periodically so the table stays small.
-	PurgeIdempotent(ctx context.Context, before time.Time) (int64, error)
-}
-
 const (
-	// IdempotencyWindow is how long a key's first response is replayed.
-	IdempotencyWindow = 24 * time.Hour
 	// idempotencyRunningLease bounds how long a first request may hold its
 	// key as "in use": longer than any request can run (the server's write
 	// timeout is 60s), so only a process that died leaves one behind.
@@ -92,7 +58,7 @@ func (w *captureWriter) WriteString(s string) (int, error) {
 // first request runs, idempotency_key_in_use. Responses other than 2xx are
 // not stored. It goes after the API's Chain (it needs the actor); a nil
 // store disables it (the header is then ignored).
-func (a *API) Idempotent(store IdempotencyStore) gin.HandlerFunc {
+func (a *API) Idempotent(store edgeport.IdempotencyStore) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if store == nil {
 			c.Next()
@@ -106,7 +72,7 @@ func (a *API) Idempotent(store IdempotencyStore) gin.HandlerFunc {
 
 // idempotent runs the rest of the chain under the request's Idempotency-Key,
 // or returns why it may not run.
-func (s *Edge) idempotent(c *gin.Context, store IdempotencyStore) error {
+func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error {
 	key, sent := c.Request.Header["Idempotency-Key"]
 	if c.Request.Method != http.MethodPost || !sent {
 		c.Next()
@@ -123,11 +89,11 @@ func (s *Edge) idempotent(c *gin.Context, store IdempotencyStore) error {
 	sum := sha256.Sum256(body)
 	actor := Actor(c)
 	now := s.opts.Clock.Now()
-	rec := IdempotencyRecord{
+	rec := edgeport.IdempotencyRecord{
 		APIKeyID: actor.KeyID, Key: key[0], Method: c.Request.Method, Path: c.Request.URL.Path,
 		BodyHash: hex.EncodeToString(sum[:]), CreatedAt: domain.Timestamp(now),
 	}
-	held, err := store.BeginIdempotent(c.Request.Context(), rec, now.Add(-IdempotencyWindow), now.Add(-idempotencyRunningLease))
+	held, err := store.BeginIdempotent(c.Request.Context(), rec, now.Add(-edgeport.IdempotencyWindow), now.Add(-idempotencyRunningLease))
 	if err != nil {
 		return err
 	}

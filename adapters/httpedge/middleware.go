@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -198,7 +199,7 @@ const (
 // X-RateLimit-* headers and the IETF draft's RateLimit-Policy and
 // RateLimit. Every authenticated request sends them, so the five values
 // share one backing array.
-func setRateLimitHeaders(h http.Header, d RateDecision, window time.Duration, now time.Time) {
+func setRateLimitHeaders(h http.Header, d edgeport.RateDecision, window time.Duration, now time.Time) {
 	reset := int64(math.Ceil(float64(d.Reset.UnixMilli()) / 1000))
 	var buf [40]byte
 	b := buf[:0]

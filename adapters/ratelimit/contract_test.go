@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 )
 
 // subject is one implementation under the contract suite, with the clock its
 // windows run on.
 type subject struct {
-	limiter httpedge.RateLimiter
+	limiter edgeport.RateLimiter
 	clock   testClock
 	// tolerance is how far a reported Reset may be from the ideal window end:
 	// 0 on a fake clock, a little on a real server whose clock keeps running.
@@ -68,7 +68,7 @@ func (realClock) Now() time.Time          { return time.Now() }
 func (realClock) Advance(d time.Duration) { time.Sleep(d) }
 func (realClock) Virtual() bool           { return false }
 
-// runContract runs the httpedge.RateLimiter contract against the subjects that
+// runContract runs the edgeport.RateLimiter contract against the subjects that
 // newSubject makes, a fresh one (fresh limiter or fresh key prefix) for every
 // test so the tests can run in parallel.
 func runContract(t *testing.T, newSubject func(t *testing.T) subject) {
@@ -204,7 +204,7 @@ func runContract(t *testing.T, newSubject func(t *testing.T) subject) {
 		s := newSubject(t)
 		const goroutines, limit = 200, 100
 		now := s.clock.Now()
-		results := make(chan httpedge.RateDecision, goroutines)
+		results := make(chan edgeport.RateDecision, goroutines)
 		errs := make(chan error, goroutines)
 		var wg sync.WaitGroup
 		for range goroutines {
@@ -255,7 +255,7 @@ func runContract(t *testing.T, newSubject func(t *testing.T) subject) {
 	})
 }
 
-func take(t *testing.T, s subject, key string, limit int, window time.Duration) httpedge.RateDecision {
+func take(t *testing.T, s subject, key string, limit int, window time.Duration) edgeport.RateDecision {
 	t.Helper()
 	d, err := s.limiter.Take(context.Background(), key, limit, window, s.clock.Now())
 	if err != nil {
@@ -264,7 +264,7 @@ func take(t *testing.T, s subject, key string, limit int, window time.Duration) 
 	return d
 }
 
-func peek(t *testing.T, s subject, key string, limit int, window time.Duration) httpedge.RateDecision {
+func peek(t *testing.T, s subject, key string, limit int, window time.Duration) edgeport.RateDecision {
 	t.Helper()
 	d, err := s.limiter.Peek(context.Background(), key, limit, window, s.clock.Now())
 	if err != nil {
@@ -273,7 +273,7 @@ func peek(t *testing.T, s subject, key string, limit int, window time.Duration) 
 	return d
 }
 
-func assertReset(t *testing.T, s subject, d httpedge.RateDecision, want time.Time) {
+func assertReset(t *testing.T, s subject, d edgeport.RateDecision, want time.Time) {
 	t.Helper()
 	if diff := d.Reset.Sub(want).Abs(); diff > s.tolerance {
 		t.Fatalf("reset %v, want %v (off by %v, tolerance %v)", d.Reset, want, diff, s.tolerance)

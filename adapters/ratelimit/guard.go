@@ -9,10 +9,10 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 )
 
-var _ httpedge.RateLimiter = (*Guard)(nil)
+var _ edgeport.RateLimiter = (*Guard)(nil)
 
 // GuardOptions tune a Guard; zero values take the defaults.
 type GuardOptions struct {
@@ -39,9 +39,9 @@ type GuardOptions struct {
 // served, unlimited, while the store is down, and limiting resumes by itself
 // when it returns.
 type Guard struct {
-	next    httpedge.RateLimiter
+	next    edgeport.RateLimiter
 	timeout time.Duration
-	cb      *gobreaker.CircuitBreaker[httpedge.RateDecision]
+	cb      *gobreaker.CircuitBreaker[edgeport.RateDecision]
 }
 
 // errCallerGone marks a call whose own request ended while the store was
@@ -49,7 +49,7 @@ type Guard struct {
 var errCallerGone = errors.New("ratelimit: the request ended before the limiter answered")
 
 // NewGuard guards next.
-func NewGuard(next httpedge.RateLimiter, opts GuardOptions) *Guard {
+func NewGuard(next edgeport.RateLimiter, opts GuardOptions) *Guard {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 50 * time.Millisecond
 	}
@@ -64,7 +64,7 @@ func NewGuard(next httpedge.RateLimiter, opts GuardOptions) *Guard {
 		log = slog.Default()
 	}
 	failures := opts.Failures
-	cb := gobreaker.NewCircuitBreaker[httpedge.RateDecision](gobreaker.Settings{
+	cb := gobreaker.NewCircuitBreaker[edgeport.RateDecision](gobreaker.Settings{
 		Name:        "ratelimit",
 		MaxRequests: 1, // one probe at a time while half-open
 		Timeout:     opts.Cooldown,
@@ -86,21 +86,21 @@ func NewGuard(next httpedge.RateLimiter, opts GuardOptions) *Guard {
 }
 
 // Take is the guarded limiter's Take, or an error at once while it is out.
-func (g *Guard) Take(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
-	return g.call(ctx, func(ctx context.Context) (httpedge.RateDecision, error) {
+func (g *Guard) Take(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
+	return g.call(ctx, func(ctx context.Context) (edgeport.RateDecision, error) {
 		return g.next.Take(ctx, key, limit, window, now)
 	})
 }
 
 // Peek is the guarded limiter's Peek, or an error at once while it is out.
-func (g *Guard) Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
-	return g.call(ctx, func(ctx context.Context) (httpedge.RateDecision, error) {
+func (g *Guard) Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
+	return g.call(ctx, func(ctx context.Context) (edgeport.RateDecision, error) {
 		return g.next.Peek(ctx, key, limit, window, now)
 	})
 }
 
-func (g *Guard) call(ctx context.Context, fn func(context.Context) (httpedge.RateDecision, error)) (httpedge.RateDecision, error) {
-	d, err := g.cb.Execute(func() (httpedge.RateDecision, error) {
+func (g *Guard) call(ctx context.Context, fn func(context.Context) (edgeport.RateDecision, error)) (edgeport.RateDecision, error) {
+	d, err := g.cb.Execute(func() (edgeport.RateDecision, error) {
 		cctx, cancel := context.WithTimeout(ctx, g.timeout)
 		defer cancel()
 		d, err := fn(cctx)

@@ -10,23 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/ratelimit/redistest"
 )
 
 // counting counts the calls that reach the limiter it wraps.
 type counting struct {
-	next  httpedge.RateLimiter
+	next  edgeport.RateLimiter
 	calls atomic.Int64
 }
 
-func (c *counting) Take(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+func (c *counting) Take(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
 	c.calls.Add(1)
 	return c.next.Take(ctx, key, limit, window, now)
 }
 
-func (c *counting) Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+func (c *counting) Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
 	c.calls.Add(1)
 	return c.next.Peek(ctx, key, limit, window, now)
 }
@@ -164,14 +164,14 @@ func TestGuardResumesLimitingWhenRedisReturns(t *testing.T) {
 // hanging never answers: each call waits for its context to end.
 type hanging struct{}
 
-func (hanging) Take(ctx context.Context, _ string, _ int, _ time.Duration, _ time.Time) (httpedge.RateDecision, error) {
+func (hanging) Take(ctx context.Context, _ string, _ int, _ time.Duration, _ time.Time) (edgeport.RateDecision, error) {
 	<-ctx.Done()
-	return httpedge.RateDecision{}, ctx.Err()
+	return edgeport.RateDecision{}, ctx.Err()
 }
 
-func (hanging) Peek(ctx context.Context, _ string, _ int, _ time.Duration, _ time.Time) (httpedge.RateDecision, error) {
+func (hanging) Peek(ctx context.Context, _ string, _ int, _ time.Duration, _ time.Time) (edgeport.RateDecision, error) {
 	<-ctx.Done()
-	return httpedge.RateDecision{}, ctx.Err()
+	return edgeport.RateDecision{}, ctx.Err()
 }
 
 // A request whose client went away while the store answered is not the

@@ -1,4 +1,4 @@
-// Package ratelimit implements httpedge.RateLimiter twice: Memory counts in the
+// Package ratelimit implements edgeport.RateLimiter twice: Memory counts in the
 // process (the single-node default), Redis shares the counters between
 // replicas. Both count hits in fixed windows that open at a key's first hit,
 // and both take the current time as an argument so tests can drive a clock.
@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 )
 
 // minSweepInterval is the fewest calls between two sweeps of expired
@@ -22,9 +22,9 @@ const minSweepInterval = 1024
 // errBadWindow reports a non-positive window: a caller bug, not a limit.
 var errBadWindow = errors.New("ratelimit: window must be positive")
 
-var _ httpedge.RateLimiter = (*Memory)(nil)
+var _ edgeport.RateLimiter = (*Memory)(nil)
 
-// Memory is an in-process httpedge.RateLimiter. It is safe for concurrent use;
+// Memory is an in-process edgeport.RateLimiter. It is safe for concurrent use;
 // counters are lost when the process exits and are not shared between
 // processes (use Redis for that).
 type Memory struct {
@@ -50,13 +50,13 @@ func NewMemory() *Memory {
 
 // Take counts one hit on key at now. A window opens at a key's first hit and
 // lasts window; a hit at or after its end opens a new one.
-func (m *Memory) Take(_ context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+func (m *Memory) Take(_ context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
 	return m.at(key, limit, window, now, true)
 }
 
 // Peek reports key's window at now without counting a hit. A key without an
 // open window reports a fresh one ending at now+window.
-func (m *Memory) Peek(_ context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+func (m *Memory) Peek(_ context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
 	return m.at(key, limit, window, now, false)
 }
 
@@ -64,9 +64,9 @@ func (m *Memory) Peek(_ context.Context, key string, limit int, window time.Dura
 // one (kept only when a hit is counted in it). Take allows while the window
 // holds at most limit hits, this one included; Peek while it has room for
 // one more, which is the same test on the count after a hit.
-func (m *Memory) at(key string, limit int, window time.Duration, now time.Time, hit bool) (httpedge.RateDecision, error) {
+func (m *Memory) at(key string, limit int, window time.Duration, now time.Time, hit bool) (edgeport.RateDecision, error) {
 	if window <= 0 {
-		return httpedge.RateDecision{}, errBadWindow
+		return edgeport.RateDecision{}, errBadWindow
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,8 +104,8 @@ func (m *Memory) maybeSweep(now time.Time) {
 }
 
 // decision builds the port's answer for a window holding count hits.
-func decision(allowed bool, limit, count int, reset time.Time) httpedge.RateDecision {
-	return httpedge.RateDecision{
+func decision(allowed bool, limit, count int, reset time.Time) edgeport.RateDecision {
+	return edgeport.RateDecision{
 		Allowed:   allowed,
 		Limit:     limit,
 		Remaining: max(0, limit-count),

@@ -11,14 +11,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 )
 
 // pingTimeout bounds OpenRedis's reachability check, so a wrong address
 // fails start-up quickly instead of hanging it.
 const pingTimeout = 3 * time.Second
 
-var _ httpedge.RateLimiter = (*Redis)(nil)
+var _ edgeport.RateLimiter = (*Redis)(nil)
 
 // takeScript counts a hit and starts the window's clock on the first one, in
 // one atomic step so concurrent replicas cannot both open a window or lose an
@@ -38,7 +38,7 @@ end
 return {n, ttl}
 `)
 
-// Redis is a httpedge.RateLimiter whose counters live in Redis, shared by every
+// Redis is a edgeport.RateLimiter whose counters live in Redis, shared by every
 // process using the same server and prefix. A window's end is kept by Redis
 // as the key's expiry; the now given to Take and Peek only turns the
 // remaining time-to-live into an instant.
@@ -53,29 +53,29 @@ func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 	return &Redis{client: client, prefix: prefix}
 }
 
-// Take counts one hit on key; see httpedge.RateLimiter.
-func (r *Redis) Take(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+// Take counts one hit on key; see edgeport.RateLimiter.
+func (r *Redis) Take(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
 	if window <= 0 {
-		return httpedge.RateDecision{}, errBadWindow
+		return edgeport.RateDecision{}, errBadWindow
 	}
 	res, err := takeScript.Run(ctx, r.client, []string{r.prefix + key}, windowMillis(window)).Int64Slice()
 	if err != nil {
-		return httpedge.RateDecision{}, fmt.Errorf("ratelimit: redis take: %w", err)
+		return edgeport.RateDecision{}, fmt.Errorf("ratelimit: redis take: %w", err)
 	}
 	if len(res) != 2 {
-		return httpedge.RateDecision{}, fmt.Errorf("ratelimit: redis take: unexpected reply %v", res)
+		return edgeport.RateDecision{}, fmt.Errorf("ratelimit: redis take: unexpected reply %v", res)
 	}
 	count := int(res[0])
 	reset := now.Add(time.Duration(res[1]) * time.Millisecond)
 	return decision(count <= limit, limit, count, reset), nil
 }
 
-// Peek reports key's window without counting; see httpedge.RateLimiter. The
+// Peek reports key's window without counting; see edgeport.RateLimiter. The
 // count and the time-to-live are read in one MULTI so they describe the same
 // window.
-func (r *Redis) Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (httpedge.RateDecision, error) {
+func (r *Redis) Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (edgeport.RateDecision, error) {
 	if window <= 0 {
-		return httpedge.RateDecision{}, errBadWindow
+		return edgeport.RateDecision{}, errBadWindow
 	}
 	k := r.prefix + key
 	var get *redis.StringCmd
@@ -86,7 +86,7 @@ func (r *Redis) Peek(ctx context.Context, key string, limit int, window time.Dur
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return httpedge.RateDecision{}, fmt.Errorf("ratelimit: redis peek: %w", err)
+		return edgeport.RateDecision{}, fmt.Errorf("ratelimit: redis peek: %w", err)
 	}
 
 	fresh := decision(limit > 0, limit, 0, now.Add(window))
@@ -95,15 +95,15 @@ func (r *Redis) Peek(ctx context.Context, key string, limit int, window time.Dur
 		return fresh, nil
 	}
 	if err != nil {
-		return httpedge.RateDecision{}, fmt.Errorf("ratelimit: redis peek: %w", err)
+		return edgeport.RateDecision{}, fmt.Errorf("ratelimit: redis peek: %w", err)
 	}
 	count, err := strconv.Atoi(raw)
 	if err != nil {
-		return httpedge.RateDecision{}, fmt.Errorf("ratelimit: redis peek: key %q holds %q, not a counter", k, raw)
+		return edgeport.RateDecision{}, fmt.Errorf("ratelimit: redis peek: key %q holds %q, not a counter", k, raw)
 	}
 	ttl, err := pttl.Result()
 	if err != nil {
-		return httpedge.RateDecision{}, fmt.Errorf("ratelimit: redis peek: %w", err)
+		return edgeport.RateDecision{}, fmt.Errorf("ratelimit: redis peek: %w", err)
 	}
 	if ttl <= 0 {
 		// No expiry (negative) or expiring this instant: the next Take

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
@@ -112,7 +112,7 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 		keys, _ := e.App.Admin.ListKeys(context.Background(), e.Member.User.ID)
 		body := `{"name":"Slow","key":"SLOW"}`
 		sum := sha256.Sum256([]byte(body))
-		running := httpedge.IdempotencyRecord{APIKeyID: keys[0].ID, Key: "slow", Method: "POST", Path: "/v1/projects",
+		running := edgeport.IdempotencyRecord{APIKeyID: keys[0].ID, Key: "slow", Method: "POST", Path: "/v1/projects",
 			BodyHash: hex.EncodeToString(sum[:]), CreatedAt: domain.Timestamp(e.Clock.Now())}
 		if held, err := db.Idempotency().BeginIdempotent(context.Background(), running, e.Clock.Now().Add(-24*time.Hour), e.Clock.Now().Add(-2*time.Minute)); err != nil || held != nil {
 			t.Fatalf("claim: %v %v", held, err)

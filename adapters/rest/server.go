@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
@@ -21,7 +22,7 @@ const Prefix = "/v1"
 type Options struct {
 	// Idempotency keeps Idempotency-Key records of POSTs; nil disables the
 	// feature (the header is then ignored).
-	Idempotency httpedge.IdempotencyStore
+	Idempotency edgeport.IdempotencyStore
 }
 
 // Server is the REST API over the core services.

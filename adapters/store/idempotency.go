@@ -7,7 +7,7 @@ import (
 
 	"gorm.io/gorm/clause"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 )
 
 type idempotencyRow struct {
@@ -27,14 +27,14 @@ func (idempotencyRow) TableName() string { return "idempotency_keys" }
 // IdempotencyStore keeps the idempotency keys of REST POSTs for the edge.
 type IdempotencyStore struct{ db *DB }
 
-var _ httpedge.IdempotencyStore = (*IdempotencyStore)(nil)
+var _ edgeport.IdempotencyStore = (*IdempotencyStore)(nil)
 
 // Idempotency is the idempotency-key repository of db.
 func (db *DB) Idempotency() *IdempotencyStore { return &IdempotencyStore{db: db} }
 
 // BeginIdempotent claims the key with an INSERT … ON CONFLICT DO NOTHING, so
 // that of two concurrent first requests exactly one runs.
-func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r httpedge.IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*httpedge.IdempotencyRecord, error) {
+func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r edgeport.IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*edgeport.IdempotencyRecord, error) {
 	row := idempotencyRow{
 		APIKeyID: r.APIKeyID, IdempotencyKey: r.Key, Method: r.Method, Path: r.Path,
 		BodyHash: r.BodyHash, CreatedAt: Time(r.CreatedAt),
@@ -62,7 +62,7 @@ func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r httpedge.Idemp
 			}
 			continue
 		}
-		out := &httpedge.IdempotencyRecord{
+		out := &edgeport.IdempotencyRecord{
 			APIKeyID: held.APIKeyID, Key: held.IdempotencyKey, Method: held.Method, Path: held.Path,
 			BodyHash: held.BodyHash, Done: held.Done, Body: held.ResponseBody, CreatedAt: created,
 		}

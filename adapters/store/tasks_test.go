@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/domain"
@@ -145,7 +145,7 @@ func TestIdempotencyStore(t *testing.T) {
 		s := db.Idempotency()
 		ws := newWorkspace(t, db)
 		k := newKey(t, db, newUser(t, db, ws, "i@x.test", base), 0, base)
-		rec := httpedge.IdempotencyRecord{APIKeyID: k.ID, Key: "k", Method: "POST", Path: "/v1/projects", BodyHash: "h", CreatedAt: base}
+		rec := edgeport.IdempotencyRecord{APIKeyID: k.ID, Key: "k", Method: "POST", Path: "/v1/projects", BodyHash: "h", CreatedAt: base}
 		old, lease := base.Add(-24*time.Hour), base.Add(-2*time.Minute)
 
 		if held, err := s.BeginIdempotent(ctx, rec, old, lease); err != nil || held != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
@@ -70,7 +71,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	}
 	base := scheme + "://" + ln.Addr().String()
 
-	var limiter httpedge.RateLimiter = ratelimit.NewMemory()
+	var limiter edgeport.RateLimiter = ratelimit.NewMemory()
 	if cfg.RedisURL != "" {
 		ratelimit.LogDriverAt(log)
 		client, err := ratelimit.OpenRedis(cfg.RedisURL)
@@ -216,11 +217,11 @@ func redactURL(u string) string {
 // purgeIdempotencyKeys deletes idempotency records past their 24-hour window,
 // hourly, until ctx ends. Expired records are already ignored when read; this
 // only keeps the table small.
-func purgeIdempotencyKeys(ctx context.Context, s httpedge.IdempotencyStore, log *slog.Logger) {
+func purgeIdempotencyKeys(ctx context.Context, s edgeport.IdempotencyStore, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := s.PurgeIdempotent(ctx, time.Now().Add(-httpedge.IdempotencyWindow)); err != nil {
+		if n, err := s.PurgeIdempotent(ctx, time.Now().Add(-edgeport.IdempotencyWindow)); err != nil {
 			if ctx.Err() == nil {
 				log.Warn("purging idempotency keys", "error", err.Error())
 			}
