@@ -154,33 +154,33 @@ openapi-check: ## lint adapters/rest/openapi.yaml with Redocly and typecheck Typ
 		./node_modules/.bin/tsc -p tsconfig.json && echo "openapi-check: lint clean; generated TypeScript types typecheck"
 
 # The GraphiQL page GET /graphql serves to browsers: pinned packages in
-# tools/graphiql (lockfile), bundled by esbuild into graph/graphiql and
+# tools/graphiql (lockfile), bundled by esbuild into web/graphiql and
 # committed; check-graphiql fails when the bundle differs from what the
 # lockfile gives.
-GRAPHIQL_ASSETS := graph/graphiql/graphiql.js graph/graphiql/graphiql.css
+GRAPHIQL_ASSETS := web/graphiql/graphiql.js web/graphiql/graphiql.css
 
-graphiql: ## bundle GraphiQL from pinned npm packages (lockfile) into graph/graphiql (esbuild)
+graphiql: ## bundle GraphiQL from pinned npm packages (lockfile) into web/graphiql (esbuild)
 	npm ci --prefix tools/graphiql --no-audit --no-fund --ignore-scripts
 	cd tools/graphiql && ./node_modules/.bin/esbuild index.jsx --bundle --minify --format=iife --target=es2020 \
-		--legal-comments=none --define:process.env.NODE_ENV='"production"' --log-level=warning --outfile=../../graph/graphiql/graphiql.js
-	cp tools/graphiql/node_modules/graphiql/graphiql.min.css graph/graphiql/graphiql.css
+		--legal-comments=none --define:process.env.NODE_ENV='"production"' --log-level=warning --outfile=../../web/graphiql/graphiql.js
+	cp tools/graphiql/node_modules/graphiql/graphiql.min.css web/graphiql/graphiql.css
 
 check-graphiql: graphiql ## fail when make graphiql changes the committed GraphiQL bundle
 	@git diff --exit-code --stat -- $(GRAPHIQL_ASSETS) || { echo "check-graphiql: run make graphiql and commit the result"; exit 1; }
 
 # The Redoc bundle GET /docs serves: pinned in tools/docs-assets (lockfile),
-# copied into adapters/rest/reference and committed; check-docs-assets
+# copied into web/redoc and committed; check-docs-assets
 # fails when the copy differs from what the lockfile gives.
-DOCS_ASSETS := adapters/rest/reference/redoc.standalone.js adapters/rest/reference/redoc.standalone.js.LICENSE.txt
+DOCS_ASSETS := web/redoc/redoc.standalone.js web/redoc/redoc.standalone.js.LICENSE.txt
 
-docs-assets: ## copy the pinned Redoc standalone bundle (npm, lockfile) that GET /docs serves into adapters/rest/reference
+docs-assets: ## copy the pinned Redoc standalone bundle (npm, lockfile) that GET /docs serves into web/redoc
 	npm ci --prefix tools/docs-assets --no-audit --no-fund --ignore-scripts
-	cp tools/docs-assets/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt adapters/rest/reference/
+	cp tools/docs-assets/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt web/redoc/
 	@# Redoc's footer shows its logo from cdn.redoc.ly: the one request the page
 	@# would make off the server. It becomes an inline, empty SVG.
 	sed 's|https://cdn.redoc.ly/redoc/logo-mini.svg|data:image/svg+xml,%3Csvg%20xmlns=%22http://www.w3.org/2000/svg%22/%3E|' \
-		tools/docs-assets/node_modules/redoc/bundles/redoc.standalone.js > adapters/rest/reference/redoc.standalone.js
-	@if grep -q 'https://cdn' adapters/rest/reference/redoc.standalone.js; then echo "docs-assets: the Redoc bundle still names a CDN"; exit 1; fi
+		tools/docs-assets/node_modules/redoc/bundles/redoc.standalone.js > web/redoc/redoc.standalone.js
+	@if grep -q 'https://cdn' web/redoc/redoc.standalone.js; then echo "docs-assets: the Redoc bundle still names a CDN"; exit 1; fi
 
 check-docs-assets: docs-assets ## fail when make docs-assets changes the committed Redoc bundle
 	@git diff --exit-code -- $(DOCS_ASSETS) || { echo "check-docs-assets: run make docs-assets and commit the result"; exit 1; }

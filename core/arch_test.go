@@ -94,6 +94,20 @@ var storage = map[string][]string{
 
 func TestStorageDependsOnNoHTTPFramework(t *testing.T) { checkApart(t, storage) }
 
+// The GraphQL schema (graph) is served by its transport (graph/server),
+// which imports it; the schema never imports its transport.
+func TestGraphQLSchemaDoesNotImportItsServer(t *testing.T) {
+	checkApart(t, map[string][]string{
+		module + "/graph/model": {module + "/graph/server", "github.com/gin-gonic/gin"},
+	})
+	pkgs := goListDeps(t, module+"/graph")
+	for _, chain := range firstReached(pkgs, module+"/graph", func(p listedPackage) bool {
+		return below(p.ImportPath, module+"/graph/server") || below(p.ImportPath, "github.com/gin-gonic/gin")
+	}) {
+		t.Errorf("%s must not depend on %s, but imports it via %s", module+"/graph", chain[len(chain)-1], strings.Join(chain, " -> "))
+	}
+}
+
 // stdlibOnly are packages that may import the standard library alone (and
 // the core's domain types, which stand on it too).
 var stdlibOnly = []string{module + "/adapters/edgeport"}

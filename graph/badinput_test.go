@@ -10,7 +10,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/domain"
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 // badIDs cannot be ids: NUL bytes and invalid UTF-8 (refused by
@@ -101,9 +101,9 @@ func TestDocumentLimits(t *testing.T) {
 		{"nested list literal under the size limit", `query { projects(after: ` + strings.Repeat("[", 5_000) + strings.Repeat("]", 5_000) + `) { nodes { id } } }`, nesting},
 		{"nested braces", strings.Repeat("{ me ", 70) + strings.Repeat("}", 70), nesting},
 		{"nested object literal", `{ projects(after: ` + strings.Repeat("{a:", 65) + "1" + strings.Repeat("}", 65) + `) { nodes { id } } }`, nesting},
-		{"too many tokens", `{ ` + strings.Repeat("me { id } ", graph.MaxDocumentTokens/4) + `}`, tokens},
-		{"too large", `{ me { id } } #` + strings.Repeat("x", graph.MaxDocumentBytes), size},
-		{"many aliases", `{ ` + strings.Repeat("a: __typename ", graph.MaxDocumentTokens/3+1) + `}`, tokens},
+		{"too many tokens", `{ ` + strings.Repeat("me { id } ", server.MaxQueryTokens/4) + `}`, tokens},
+		{"too large", `{ me { id } } #` + strings.Repeat("x", server.MaxQueryBytes), size},
+		{"many aliases", `{ ` + strings.Repeat("a: __typename ", server.MaxQueryTokens/3+1) + `}`, tokens},
 	} {
 		r := gql(t, e, e.Guest.Key, c.query, nil)
 		if r.Status != http.StatusUnprocessableEntity || r.Data != nil {
@@ -128,7 +128,7 @@ func TestDocumentLimits(t *testing.T) {
 
 	// Deep variables: the variable is named.
 	var deep any = "x"
-	for i := 0; i < graph.MaxVariablesNesting+1; i++ {
+	for i := 0; i < server.MaxVariablesNesting+1; i++ {
 		deep = []any{deep}
 	}
 	r = gql(t, e, e.Guest.Key, `query($v: String) { projects(after: $v) { nodes { id } } }`, map[string]any{"v": deep})
@@ -138,7 +138,7 @@ func TestDocumentLimits(t *testing.T) {
 	r.expectError(t, "validation_failed", "v")
 	// As deep as allowed is only the variable's type error.
 	var ok any = "x"
-	for i := 0; i < graph.MaxVariablesNesting; i++ {
+	for i := 0; i < server.MaxVariablesNesting; i++ {
 		ok = map[string]any{"a": ok}
 	}
 	gql(t, e, e.Guest.Key, `query($v: String) { projects(after: $v) { nodes { id } } }`, map[string]any{"v": ok}).expectError(t, "validation_failed", "v")

@@ -11,7 +11,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/domain"
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 // nestedQuery is the acceptance query of the batching requirement.
@@ -126,7 +126,7 @@ func TestNestedQueryWithEmptyProjects(t *testing.T) {
 func TestNestedQueryNeedsNoLoaderTimer(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		counter := storetest.CountStatements(db)
-		e := newEnv(t, db, func(o *graph.Options) { o.LoaderWait = time.Hour })
+		e := newEnv(t, db, func(o *server.Options) { o.LoaderWait = time.Hour })
 		seed(t, e, 3, 4)
 		createProject(t, e, "EMA")
 		gql(t, e, e.Guest.Key, `{ me { id } }`, nil).ok(t)

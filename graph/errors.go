@@ -9,17 +9,17 @@ import (
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/gin-gonic/gin"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-// presentError is the one error presenter (gqlgen's SetErrorPresenter): every
+// PresentError is the one error presenter (gqlgen's SetErrorPresenter): every
 // error of a response, from a resolver, a loader or gqlgen itself, leaves
-// here as the contract's extensions {type, code, request_id, param}.
+// here with the extensions {type, code, request_id, param} of
+// docs/api.md#errors.
 //
 //   - A domain error keeps its code; its param is renamed to the GraphQL
 //     field (graphParam).
@@ -29,8 +29,8 @@ import (
 //     query (the message stays PersistedQueryNotFound, which clients such as
 //     Apollo's look for).
 //   - Anything else is internal_error; its detail goes to the log under the
-//     request id, never to the client (httpedge.PublicError).
-func presentError(ctx context.Context, err error) *gqlerror.Error {
+//     request id, never to the client (Caller.Public).
+func PresentError(ctx context.Context, err error) *gqlerror.Error {
 	out := graphql.DefaultErrorPresenter(ctx, err)
 	var public *domain.Error
 	if _, ok := domain.AsError(err); ok {
@@ -48,13 +48,13 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 	presented := *out
 	presented.Err = nil
 	presented.Message = public.Message
-	presented.Extensions = extensions(public, requestID(ctx))
+	presented.Extensions = Extensions(public, requestID(ctx))
 	return &presented
 }
 
 func publicError(ctx context.Context, err error) *domain.Error {
-	if r := requestOf(ctx); r != nil && r.gin != nil {
-		return httpedge.PublicError(r.gin, err)
+	if r := requestOf(ctx); r != nil && r.Public != nil {
+		return r.Public(err)
 	}
 	// Outside a request (never in practice): the same rule, on the default log.
 	if e, ok := domain.AsError(err); ok && e.Code != domain.CodeInternal {
@@ -124,46 +124,27 @@ func lastName(path ast.Path) string {
 }
 
 func requestID(ctx context.Context) string {
-	if r := requestOf(ctx); r != nil && r.gin != nil {
-		return httpedge.RequestID(r.gin)
+	if r := requestOf(ctx); r != nil {
+		return r.RequestID
 	}
 	return ""
 }
 
-// extensions are the contract's error fields; param only for validation.
-func extensions(e *domain.Error, requestID string) map[string]any {
-	ext := map[string]any{"type": httpedge.TypeOf(e.Code), "code": string(e.Code), "request_id": requestID}
+// Extensions are the error fields of docs/api.md#errors, as a GraphQL
+// error's extensions: type, code, request_id, and param for validation.
+func Extensions(e *domain.Error, requestID string) map[string]any {
+	ext := map[string]any{"type": wire.TypeOf(e.Code), "code": string(e.Code), "request_id": requestID}
 	if e.Code == domain.CodeValidationFailed && e.Param != "" {
 		ext["param"] = e.Param
 	}
 	return ext
 }
 
-// recoverPanic returns the gqlgen recover function: a resolver panic becomes
-// an internal error, the stack in the log only.
-func recoverPanic(log *slog.Logger) graphql.RecoverFunc {
+// Recover returns the gqlgen recover function: a resolver panic becomes an
+// internal error, the stack in the log only.
+func Recover(log *slog.Logger) graphql.RecoverFunc {
 	return func(ctx context.Context, p any) error {
 		log.Error("graphql panic", "request_id", requestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		return errors.New("panic in a resolver")
 	}
-}
-
-// httpError is the GraphQL-shaped body of a request refused before GraphQL
-// runs: 401 and 429 from the edge's chain, 405, 413, 415 and invalid JSON
-// bodies.
-type httpError struct {
-	Errors []httpErrorItem `json:"errors"`
-	Data   *struct{}       `json:"data"`
-}
-
-type httpErrorItem struct {
-	Message    string         `json:"message"`
-	Extensions map[string]any `json:"extensions"`
-}
-
-// renderHTTPError is the httpedge.Renderer of the /graphql routes, so that
-// the edge's authentication, rate-limit and body middleware answer in the
-// GraphQL shape, at the same HTTP status and with the same extensions.
-func renderHTTPError(c *gin.Context, status int, e *domain.Error, requestID string) {
-	c.AbortWithStatusJSON(status, httpError{Errors: []httpErrorItem{{Message: e.Message, Extensions: extensions(e, requestID)}}})
 }

@@ -105,11 +105,11 @@ func subscribeEvents(ctx context.Context, a *app.App, types []domain.EventType, 
 	for _, t := range types {
 		req.Types = append(req.Types, string(t))
 	}
-	req.Ended = func(err error) { transport.AddSubscriptionError(ctx, presentError(ctx, err)) }
+	req.Ended = func(err error) { transport.AddSubscriptionError(ctx, PresentError(ctx, err)) }
 	events, err := a.Live.Subscribe(ctx, actor(ctx), req)
 	if err != nil {
 		// An error message, not a result: the subscription never started.
-		transport.AddSubscriptionError(ctx, presentError(ctx, err))
+		transport.AddSubscriptionError(ctx, PresentError(ctx, err))
 		closed := make(chan *domain.LoggedEvent)
 		close(closed)
 		return closed

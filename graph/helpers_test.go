@@ -10,7 +10,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -18,12 +18,12 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // newEnv is the REST test environment (two workspaces, a member of each
 // role, a controllable clock) with GraphQL mounted on its engine exactly as
 // `worktrack serve` mounts it.
-func newEnv(t *testing.T, db *store.DB, opts ...func(*graph.Options)) *resttest.Env {
+func newEnv(t *testing.T, db *store.DB, opts ...func(*server.Options)) *resttest.Env {
 	t.Helper()
 	return newEnvWith(t, db, nil, opts...)
 }
 
-func newEnvWith(t *testing.T, db *store.DB, restOpts []resttest.Option, opts ...func(*graph.Options)) *resttest.Env {
+func newEnvWith(t *testing.T, db *store.DB, restOpts []resttest.Option, opts ...func(*server.Options)) *resttest.Env {
 	t.Helper()
 	return mount(resttest.New(t, db, restOpts...), opts...)
 }
@@ -34,12 +34,12 @@ func newWebhookEnv(t *testing.T, db *store.DB) *resttest.Env {
 	return mount(resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true}))
 }
 
-func mount(e *resttest.Env, opts ...func(*graph.Options)) *resttest.Env {
-	var o graph.Options
+func mount(e *resttest.Env, opts ...func(*server.Options)) *resttest.Env {
+	var o server.Options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	graph.Mount(e.Edge, e.App, o)
+	server.Mount(e.Edge, e.App, o)
 	return e
 }
 

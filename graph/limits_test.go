@@ -8,7 +8,7 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 // A query over the complexity or depth limit is refused before it runs: 422,
@@ -16,7 +16,7 @@ import (
 func TestLimitsRefuseBeforeAnySQL(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		counter := storetest.CountStatements(db)
-		e := newEnv(t, db, func(o *graph.Options) { o.MaxComplexity = 2000; o.MaxDepth = 6 })
+		e := newEnv(t, db, func(o *server.Options) { o.MaxComplexity = 2000; o.MaxDepth = 6 })
 		createProject(t, e, "LIM")
 		gql(t, e, e.Guest.Key, `{ me { id } }`, nil).ok(t) // warms the key cache
 
@@ -60,12 +60,12 @@ func TestDefaultLimits(t *testing.T) {
 	deep := `{ projects(first: 1) { nodes { tasks(first: 1) { nodes { project { tasks(first: 1) { nodes { project {
 		tasks(first: 1) { edges { node { assignee { id } } } } } } } } } } } } }`
 	r := gql(t, e, e.Guest.Key, deep, nil)
-	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), fmt.Sprintf("limit of %d", graph.DefaultMaxDepth)) {
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), fmt.Sprintf("limit of %d", server.DefaultMaxDepth)) {
 		t.Fatalf("depth 13 must be refused by default: %d %s", r.Status, r.Body)
 	}
 	wide := `{ projects(first: 100) { nodes { tasks(first: 100) { nodes { id title status } } } } }`
 	r = gql(t, e, e.Guest.Key, wide, nil)
-	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), fmt.Sprintf("limit of %d", graph.DefaultMaxComplexity)) {
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), fmt.Sprintf("limit of %d", server.DefaultMaxComplexity)) {
 		t.Fatalf("100 × 100 tasks must be refused by default: %d %s", r.Status, r.Body)
 	}
 }
@@ -100,9 +100,9 @@ fragment TypeRef on __Type {
 // (docs/graphql.md): a limit of 5041 lets it through, 5040 refuses it.
 func TestComplexityOfTheNestedQuery(t *testing.T) {
 	db := storetest.SQLite(t)
-	at := newEnv(t, db, func(o *graph.Options) { o.MaxComplexity = 5041 })
+	at := newEnv(t, db, func(o *server.Options) { o.MaxComplexity = 5041 })
 	gql(t, at, at.Guest.Key, nestedQuery, nil).ok(t)
-	below := newEnv(t, db, func(o *graph.Options) { o.MaxComplexity = 5040 })
+	below := newEnv(t, db, func(o *server.Options) { o.MaxComplexity = 5040 })
 	r := gql(t, below, below.Guest.Key, nestedQuery, nil)
 	r.expectError(t, "validation_failed", "query")
 	if !strings.Contains(r.Errors[0].Message, "complexity 5041") {

@@ -21,7 +21,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 // liveEnv is newEnv served on a real listener (WebSockets need one), with
@@ -29,13 +29,13 @@ import (
 type liveEnv struct {
 	*resttest.Env
 	URL     string // ws://…/graphql
-	Sockets *graph.Sockets
+	Sockets *server.Sockets
 }
 
 func newLiveEnv(t *testing.T, db *store.DB, set resttest.Settings, opts ...resttest.Option) *liveEnv {
 	t.Helper()
 	e := resttest.NewWith(t, db, set, opts...)
-	sockets := graph.Mount(e.Edge, e.App, graph.Options{})
+	sockets := server.Mount(e.Edge, e.App, server.Options{})
 	srv := httptest.NewServer(e.Edge)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -54,7 +54,7 @@ func newLiveEnv(t *testing.T, db *store.DB, set resttest.Settings, opts ...restt
 		cancel()
 		<-done
 	})
-	return &liveEnv{Env: e, URL: "ws" + strings.TrimPrefix(srv.URL, "http") + graph.Path, Sockets: sockets}
+	return &liveEnv{Env: e, URL: "ws" + strings.TrimPrefix(srv.URL, "http") + server.Path, Sockets: sockets}
 }
 
 // wsMessage is a graphql-transport-ws message.
@@ -382,7 +382,7 @@ func TestSubscriptionAuthentication(t *testing.T) {
 			"not a string":  dialWS(t, e.URL, nil, map[string]any{"authorization": 42}),
 		} {
 			code, reason := c.closed(10 * time.Second)
-			if code != graph.CloseForbidden {
+			if code != server.CloseForbidden {
 				t.Fatalf("%s: closed with %d %q, want 4403", name, code, reason)
 			}
 		}
@@ -403,7 +403,7 @@ func TestSubscriptionAuthentication(t *testing.T) {
 		}
 		code, reason := c.closed(15 * time.Second)
 		t.Logf("the revoked key's socket closed %s after the revocation", time.Since(revoked).Round(time.Millisecond))
-		if code != graph.CloseForbidden || !strings.Contains(reason, "revoked") {
+		if code != server.CloseForbidden || !strings.Contains(reason, "revoked") {
 			t.Fatalf("closed with %d %q, want 4403", code, reason)
 		}
 		if took := time.Since(revoked); took > 10*time.Second {
@@ -419,7 +419,7 @@ func TestSubscriptionAuthentication(t *testing.T) {
 		c = dialWS(t, e.URL, nil, bearer(secret))
 		c.ack()
 		e.Clock.Advance(2 * time.Hour)
-		if code, reason := c.closed(15 * time.Second); code != graph.CloseForbidden {
+		if code, reason := c.closed(15 * time.Second); code != server.CloseForbidden {
 			t.Fatalf("expired: closed with %d %q, want 4403", code, reason)
 		}
 		header.quiet(100 * time.Millisecond) // the header-authenticated socket stays open

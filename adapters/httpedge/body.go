@@ -16,12 +16,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
 // errTooLarge is the answer to a body past MaxBodyBytes.
 func errTooLarge() *domain.Error {
-	return domain.Errorf(CodeRequestTooLarge, "The request body must be at most %d bytes.", MaxBodyBytes)
+	return domain.Errorf(wire.CodeRequestTooLarge, "The request body must be at most %d bytes.", MaxBodyBytes)
 }
 
 // ReadBody reads the whole request body. Behind an API's chain the body is
@@ -44,7 +45,7 @@ func ReadBody(c *gin.Context) ([]byte, error) {
 			c.Set(clientClosedKey, true)
 			return nil, errClientClosed
 		}
-		return nil, domain.Errorf(CodeInvalidJSON, "The request body could not be read: it is not well-formed HTTP (e.g. a malformed chunked encoding).")
+		return nil, domain.Errorf(wire.CodeInvalidJSON, "The request body could not be read: it is not well-formed HTTP (e.g. a malformed chunked encoding).")
 	}
 	return raw, nil
 }
@@ -75,12 +76,12 @@ func ParseObject(raw []byte) (Object, error) {
 func DecodeObject(raw []byte, v any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return domain.Errorf(CodeInvalidJSON, "The request body must be a JSON object.")
+		return domain.Errorf(wire.CodeInvalidJSON, "The request body must be a JSON object.")
 	}
 	// JSON text is UTF-8 (RFC 8259); Go's decoder would quietly turn invalid
 	// bytes into U+FFFD and store something the client never sent.
 	if !utf8.Valid(trimmed) {
-		return domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: it is not UTF-8.")
+		return domain.Errorf(wire.CodeInvalidJSON, "The request body is not valid JSON: it is not UTF-8.")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
@@ -89,10 +90,10 @@ func DecodeObject(raw []byte, v any) error {
 		if errors.As(err, &te) && te.Field != "" {
 			return domain.Invalid(te.Field, "Must be %s.", jsonKind(te.Type))
 		}
-		return domain.Errorf(CodeInvalidJSON, "The request body is not valid JSON: %s.", jsonProblem(err))
+		return domain.Errorf(wire.CodeInvalidJSON, "The request body is not valid JSON: %s.", jsonProblem(err))
 	}
 	if dec.More() || dec.InputOffset() != int64(len(trimmed)) {
-		return domain.Errorf(CodeInvalidJSON, "The request body must hold exactly one JSON object.")
+		return domain.Errorf(wire.CodeInvalidJSON, "The request body must hold exactly one JSON object.")
 	}
 	return nil
 }

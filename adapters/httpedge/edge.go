@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/worktrack/worktrack/adapters/edgeport"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
@@ -122,10 +123,10 @@ func New(auth Authenticator, opts Options) *Edge {
 	// authentication, as Stripe does: an anonymous caller learns nothing.
 	// They are answered with the spec's error object, whichever the API.
 	e.NoRoute(s.unmatched(func(c *gin.Context) {
-		ErrorObject.Abort(c, domain.Errorf(CodeRouteNotFound, "Unrecognized request URL (%s %s).", c.Request.Method, c.Request.URL.Path))
+		ErrorObject.Abort(c, domain.Errorf(wire.CodeRouteNotFound, "Unrecognized request URL (%s %s).", c.Request.Method, c.Request.URL.Path))
 	}))
 	e.NoMethod(s.unmatched(func(c *gin.Context) {
-		ErrorObject.Abort(c, domain.Errorf(CodeMethodNotAllowed, "Method %s is not allowed on %s; see the Allow header.", c.Request.Method, c.Request.URL.Path))
+		ErrorObject.Abort(c, domain.Errorf(wire.CodeMethodNotAllowed, "Method %s is not allowed on %s; see the Allow header.", c.Request.Method, c.Request.URL.Path))
 	}))
 	s.engine = e
 	return s

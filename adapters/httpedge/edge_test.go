@@ -20,6 +20,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -125,30 +126,30 @@ func TestEveryCodeHasAStatusAndAType(t *testing.T) {
 		status int
 		typ    string
 	}{
-		domain.CodeMissingAPIKey:           {401, httpedge.TypeAuthentication},
-		domain.CodeInvalidAPIKey:           {401, httpedge.TypeAuthentication},
-		domain.CodePermissionDenied:        {403, httpedge.TypeInvalidRequest},
-		domain.CodeValidationFailed:        {400, httpedge.TypeInvalidRequest},
-		domain.CodeNotFound:                {404, httpedge.TypeInvalidRequest},
-		domain.CodeAlreadyExists:           {409, httpedge.TypeInvalidRequest},
-		domain.CodeInvalidStatusTransition: {409, httpedge.TypeInvalidRequest},
-		domain.CodeInternal:                {500, httpedge.TypeAPI},
-		domain.CodeUnavailable:             {503, httpedge.TypeAPI},
-		httpedge.CodeRouteNotFound:         {404, httpedge.TypeInvalidRequest},
-		httpedge.CodeMethodNotAllowed:      {405, httpedge.TypeInvalidRequest},
-		httpedge.CodeUnsupportedMediaType:  {415, httpedge.TypeInvalidRequest},
-		httpedge.CodeRequestTooLarge:       {413, httpedge.TypeInvalidRequest},
-		httpedge.CodeInvalidJSON:           {400, httpedge.TypeInvalidRequest},
-		httpedge.CodeIdempotencyKeyReused:  {409, httpedge.TypeInvalidRequest},
-		httpedge.CodeIdempotencyKeyInUse:   {409, httpedge.TypeInvalidRequest},
-		httpedge.CodeTooManyRequests:       {429, httpedge.TypeRateLimit},
-		httpedge.CodeClientClosedRequest:   {499, httpedge.TypeAPI},
+		domain.CodeMissingAPIKey:           {401, wire.TypeAuthentication},
+		domain.CodeInvalidAPIKey:           {401, wire.TypeAuthentication},
+		domain.CodePermissionDenied:        {403, wire.TypeInvalidRequest},
+		domain.CodeValidationFailed:        {400, wire.TypeInvalidRequest},
+		domain.CodeNotFound:                {404, wire.TypeInvalidRequest},
+		domain.CodeAlreadyExists:           {409, wire.TypeInvalidRequest},
+		domain.CodeInvalidStatusTransition: {409, wire.TypeInvalidRequest},
+		domain.CodeInternal:                {500, wire.TypeAPI},
+		domain.CodeUnavailable:             {503, wire.TypeAPI},
+		wire.CodeRouteNotFound:             {404, wire.TypeInvalidRequest},
+		wire.CodeMethodNotAllowed:          {405, wire.TypeInvalidRequest},
+		wire.CodeUnsupportedMediaType:      {415, wire.TypeInvalidRequest},
+		wire.CodeRequestTooLarge:           {413, wire.TypeInvalidRequest},
+		wire.CodeInvalidJSON:               {400, wire.TypeInvalidRequest},
+		wire.CodeIdempotencyKeyReused:      {409, wire.TypeInvalidRequest},
+		wire.CodeIdempotencyKeyInUse:       {409, wire.TypeInvalidRequest},
+		wire.CodeTooManyRequests:           {429, wire.TypeRateLimit},
+		wire.CodeClientClosedRequest:       {499, wire.TypeAPI},
 	} {
 		if got := httpedge.StatusOf(code); got != want.status {
 			t.Errorf("StatusOf(%s) = %d, want %d", code, got, want.status)
 		}
-		if got := httpedge.TypeOf(code); got != want.typ {
-			t.Errorf("TypeOf(%s) = %s, want %s", code, got, want.typ)
+		if got := wire.TypeOf(code); got != want.typ {
+			t.Errorf("wire.TypeOf(%s) = %s, want %s", code, got, want.typ)
 		}
 	}
 }

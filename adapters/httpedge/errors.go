@@ -10,73 +10,30 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-// The transport's own error codes (contract section 4): failures of routing,
-// of the request's envelope (body, media type, size), of the edge's
-// idempotency and rate limits. The core never reports them; they are
-// domain.Code values so that one error type carries every failure.
-const (
-	CodeRouteNotFound        domain.Code = "route_not_found"
-	CodeMethodNotAllowed     domain.Code = "method_not_allowed"
-	CodeUnsupportedMediaType domain.Code = "unsupported_media_type"
-	CodeRequestTooLarge      domain.Code = "request_too_large"
-	CodeInvalidJSON          domain.Code = "invalid_json"
-	CodeIdempotencyKeyReused domain.Code = "idempotency_key_reused"
-	CodeIdempotencyKeyInUse  domain.Code = "idempotency_key_in_use"
-	CodeTooManyRequests                  = domain.CodeTooManyRequests
-	// CodeClientClosedRequest is what a request becomes when its client
-	// went away before the answer (contract section 15): its failure is the
-	// client's doing, not the server's. Nobody reads the answer; the access
-	// log records it as 499, at info.
-	CodeClientClosedRequest domain.Code = "client_closed_request"
-)
-
 // StatusClientClosedRequest is nginx's status for a request whose client
 // closed the connection before the answer; net/http has no name for it.
 const StatusClientClosedRequest = 499
-
-// Error types: the broad categories of the spec's error object (error.type,
-// and the type extension of GraphQL errors).
-const (
-	TypeAuthentication = "authentication_error"
-	TypeInvalidRequest = "invalid_request_error"
-	TypeRateLimit      = "rate_limit_error"
-	TypeAPI            = "api_error"
-)
-
-// TypeOf is the spec's error.type of a code.
-func TypeOf(c domain.Code) string {
-	switch c {
-	case domain.CodeMissingAPIKey, domain.CodeInvalidAPIKey:
-		return TypeAuthentication
-	case CodeTooManyRequests:
-		return TypeRateLimit
-	case domain.CodeInternal, domain.CodeUnavailable, CodeClientClosedRequest:
-		return TypeAPI
-	default:
-		return TypeInvalidRequest
-	}
-}
 
 // statusOf is the one map from error code to HTTP status (contract section 4).
 var statusOf = map[domain.Code]int{
 	domain.CodeMissingAPIKey:           http.StatusUnauthorized,
 	domain.CodeInvalidAPIKey:           http.StatusUnauthorized,
 	domain.CodePermissionDenied:        http.StatusForbidden,
-	CodeInvalidJSON:                    http.StatusBadRequest,
-	CodeUnsupportedMediaType:           http.StatusUnsupportedMediaType,
+	wire.CodeInvalidJSON:               http.StatusBadRequest,
+	wire.CodeUnsupportedMediaType:      http.StatusUnsupportedMediaType,
 	domain.CodeValidationFailed:        http.StatusBadRequest,
 	domain.CodeNotFound:                http.StatusNotFound,
-	CodeRouteNotFound:                  http.StatusNotFound,
-	CodeMethodNotAllowed:               http.StatusMethodNotAllowed,
+	wire.CodeRouteNotFound:             http.StatusNotFound,
+	wire.CodeMethodNotAllowed:          http.StatusMethodNotAllowed,
 	domain.CodeAlreadyExists:           http.StatusConflict,
 	domain.CodeInvalidStatusTransition: http.StatusConflict,
-	CodeRequestTooLarge:                http.StatusRequestEntityTooLarge,
-	CodeIdempotencyKeyReused:           http.StatusConflict,
-	CodeIdempotencyKeyInUse:            http.StatusConflict,
-	CodeTooManyRequests:                http.StatusTooManyRequests,
+	wire.CodeRequestTooLarge:           http.StatusRequestEntityTooLarge,
+	wire.CodeIdempotencyKeyReused:      http.StatusConflict,
+	wire.CodeIdempotencyKeyInUse:       http.StatusConflict,
+	wire.CodeTooManyRequests:           http.StatusTooManyRequests,
 	domain.CodeInternal:                http.StatusInternalServerError,
 	domain.CodeUnavailable:             http.StatusServiceUnavailable,
-	CodeClientClosedRequest:            StatusClientClosedRequest,
+	wire.CodeClientClosedRequest:       StatusClientClosedRequest,
 }
 
 // StatusOf returns the HTTP status of an error code.
@@ -100,7 +57,7 @@ var ErrorObject Renderer = errorObject
 
 func errorObject(c *gin.Context, status int, e *domain.Error, requestID string) {
 	c.AbortWithStatusJSON(status, wire.ErrorBody{Error: wire.ErrorDetail{
-		Type: TypeOf(e.Code), Code: string(e.Code), Message: e.Message, Param: e.Param, RequestID: requestID,
+		Type: wire.TypeOf(e.Code), Code: string(e.Code), Message: e.Message, Param: e.Param, RequestID: requestID,
 	}})
 }
 
@@ -137,7 +94,7 @@ func PublicError(c *gin.Context, err error) *domain.Error {
 	return domain.Errorf(domain.CodeInternal, internalMessage)
 }
 
-var errClientClosed = domain.Errorf(CodeClientClosedRequest, "The client closed the request before it was answered.")
+var errClientClosed = domain.Errorf(wire.CodeClientClosedRequest, "The client closed the request before it was answered.")
 
 // ClientGone reports whether the client of the request went away: net/http
 // cancels a request's context when its connection closes (or, for HTTP/2, its

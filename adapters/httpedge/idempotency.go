@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/worktrack/worktrack/adapters/edgeport"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -100,9 +101,9 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 	if held != nil {
 		switch {
 		case held.Method != rec.Method || held.Path != rec.Path || held.BodyHash != rec.BodyHash:
-			return domain.Errorf(CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
+			return domain.Errorf(wire.CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
 		case !held.Done:
-			return domain.Errorf(CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
+			return domain.Errorf(wire.CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
 		}
 		c.Header("Idempotent-Replayed", "true")
 		c.Data(held.Status, "application/json; charset=utf-8", held.Body)

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/worktrack/worktrack/adapters/edgeport"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -150,7 +151,7 @@ func (s *Edge) resolveKey(ctx context.Context, addr, secret string) (domain.Acto
 		// (ratelimit.Guard); a line per request would flood the log.
 		s.opts.Logger.Debug("auth failure limiter unavailable", "error", err.Error())
 	} else if !d.Allowed {
-		return domain.Actor{}, d.Reset, domain.Errorf(CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header.")
+		return domain.Actor{}, d.Reset, domain.Errorf(wire.CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header.")
 	}
 	actor, err := s.auth.Authenticate(ctx, secret)
 	if err != nil {
@@ -221,7 +222,7 @@ func setRateLimitHeaders(h http.Header, d edgeport.RateDecision, window time.Dur
 }
 
 func errRateLimited() *domain.Error {
-	return domain.Errorf(CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header.")
+	return domain.Errorf(wire.CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header.")
 }
 
 // TakeRequest counts one request of the key against its rate limit, as the
@@ -265,7 +266,7 @@ func body(c *gin.Context, render Renderer) {
 	if hasBody {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			render.Abort(c, domain.Errorf(CodeUnsupportedMediaType, "Request bodies must be sent with Content-Type: application/json."))
+			render.Abort(c, domain.Errorf(wire.CodeUnsupportedMediaType, "Request bodies must be sent with Content-Type: application/json."))
 			return
 		}
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/app"
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 // slowSQL keeps a connection busy while it counts to n, on either database.
@@ -125,7 +125,7 @@ func TestClientDisconnectMidQuery(t *testing.T) {
 		slow.Store(true)
 		// GraphQL stands on the same edge, and its answers to a client gone
 		// mid-query are held to the same rule.
-		graph.Mount(e.Edge, e.App, graph.Options{})
+		server.Mount(e.Edge, e.App, server.Options{})
 		gqlBody, _ := json.Marshal(map[string]string{"query": fmt.Sprintf(`{ project(id: %q) { key tasks(first: 100) { nodes { id title } } } }`, prj)})
 		requests := []func(ctx context.Context, base string) *http.Request{
 			getRequest("/v1/tasks/" + tasks[0]),

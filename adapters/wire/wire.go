@@ -83,21 +83,6 @@ func FromPage[D, T any](p domain.Page[D], render func(D) T) List[T] {
 	return out
 }
 
-// ErrorBody is the spec's error object.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is the inside of an error body. Param is present only for
-// validation errors.
-type ErrorDetail struct {
-	Type      string `json:"type"`
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Param     string `json:"param,omitempty"`
-	RequestID string `json:"request_id"`
-}
-
 // Task is the spec's Task object; assignee_id and due_at are null when unset.
 type Task struct {
 	ID         string  `json:"id"`

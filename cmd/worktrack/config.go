@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 // Config is the whole configuration; it comes from the environment only
@@ -183,8 +183,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		WebhookRetryWindow:  e.duration("WORKTRACK_WEBHOOK_RETRY_WINDOW", 24*time.Hour),
 		WebhookAllowPrivate: e.boolean("WORKTRACK_WEBHOOK_ALLOW_PRIVATE", false),
 		BootstrapEmail:      e.str("WORKTRACK_BOOTSTRAP_EMAIL", "admin@example.com"),
-		GraphQLComplexity:   e.positiveInt("WORKTRACK_GRAPHQL_MAX_COMPLEXITY", graph.DefaultMaxComplexity),
-		GraphQLDepth:        e.positiveInt("WORKTRACK_GRAPHQL_MAX_DEPTH", graph.DefaultMaxDepth),
+		GraphQLComplexity:   e.positiveInt("WORKTRACK_GRAPHQL_MAX_COMPLEXITY", server.DefaultMaxComplexity),
+		GraphQLDepth:        e.positiveInt("WORKTRACK_GRAPHQL_MAX_DEPTH", server.DefaultMaxDepth),
 		PprofAddr:           e.str("WORKTRACK_PPROF_ADDR", ""),
 		ShutdownTimeout:     e.duration("WORKTRACK_SHUTDOWN_TIMEOUT", 30*time.Second),
 		LogFormat:           e.oneOf("WORKTRACK_LOG_FORMAT", "", logText, logJSON),

@@ -20,7 +20,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/rest"
 	"github.com/worktrack/worktrack/core/app"
-	"github.com/worktrack/worktrack/graph"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 func serveCmd(stderr io.Writer) *cobra.Command {
@@ -123,7 +123,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	})
 	edge.MountMetrics(m.Handler(), cfg.MetricsToken)
 	rest.Mount(edge, a, rest.Options{Idempotency: db.Idempotency()})
-	sockets := graph.Mount(edge, a, graph.Options{
+	sockets := server.Mount(edge, a, server.Options{
 		MaxComplexity: cfg.GraphQLComplexity,
 		MaxDepth:      cfg.GraphQLDepth,
 		Logger:        log,
@@ -170,7 +170,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 // timeout runs out first, the connections still open are closed and the
 // attempts still in flight are left to their leases; the exit is still
 // clean (nil), since nothing committed is lost.
-func shutdown(srv *http.Server, sockets *graph.Sockets, errc <-chan error, stopDispatcher func(context.Context), timeout time.Duration, log *slog.Logger) error {
+func shutdown(srv *http.Server, sockets *server.Sockets, errc <-chan error, stopDispatcher func(context.Context), timeout time.Duration, log *slog.Logger) error {
 	log.Info("shutting down: finishing in-flight requests", "timeout", timeout.String(), "websockets", sockets.Len())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -1,5 +1,5 @@
 // The GraphiQL page of GET /graphql, bundled by `make graphiql` (esbuild)
-// into graph/graphiql/graphiql.js: no script or style comes from a CDN.
+// into web/graphiql/graphiql.js: no script or style comes from a CDN.
 import React from "react";
 import { createRoot } from "react-dom/client";
 import { GraphiQL } from "graphiql";

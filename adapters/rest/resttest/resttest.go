@@ -266,7 +266,7 @@ func (r *Response) ExpectError(t testing.TB, status int, code, param string) {
 	if r.Status != status || r.ErrorField("code") != code || r.ErrorField("param") != param {
 		t.Fatalf("want %d %s param=%q, got %d %s", status, code, param, r.Status, r.Body)
 	}
-	if wantType := httpedge.TypeOf(domain.Code(code)); r.ErrorField("type") != wantType {
+	if wantType := wire.TypeOf(domain.Code(code)); r.ErrorField("type") != wantType {
 		t.Fatalf("want error.type %s, got %s", wantType, r.Body)
 	}
 	if id := r.ErrorField("request_id"); id == "" || id != r.Header.Get("X-Request-Id") || !strings.HasPrefix(id, "req_") {

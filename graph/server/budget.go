@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/worktrack/worktrack/graph"
 )
 
 // workBudget admits queries and mutations to execution by their complexity
@@ -56,7 +58,7 @@ func (b workBudget) InterceptResponse(ctx context.Context, next graphql.Response
 	}
 	if err := b.sem.Acquire(ctx, weight); err != nil {
 		// Only the request's end stops the wait: its client went away.
-		return &graphql.Response{Errors: gqlerror.List{presentError(ctx, err)}}
+		return &graphql.Response{Errors: gqlerror.List{graph.PresentError(ctx, err)}}
 	}
 	defer b.sem.Release(weight)
 	return next(ctx)

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -10,45 +10,45 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
-// Limits of a GraphQL request's text, checked before it is parsed. The
-// parser's cost grows with a document's size and nesting (a list literal
-// nested 100,000 deep took seconds and hundreds of MB), so a document past
+// Limits of a GraphQL request's query text, checked before it is parsed.
+// The parser's cost grows with the text's size and nesting (a list literal
+// nested 100,000 deep took seconds and hundreds of MB), so a query past
 // any of them is refused unparsed, in time linear in its length. Each is far
 // above what a real operation needs: GraphiQL's introspection query is about
 // 3 KB, 450 tokens and 10 levels deep.
 const (
-	// MaxDocumentBytes bounds the query text.
-	MaxDocumentBytes = 128 << 10
-	// MaxDocumentTokens bounds the lexical tokens of the query (names,
+	// MaxQueryBytes bounds the query text.
+	MaxQueryBytes = 128 << 10
+	// MaxQueryTokens bounds the lexical tokens of the query (names,
 	// numbers, strings, punctuators; commas and comments do not count).
-	MaxDocumentTokens = 15_000
-	// MaxDocumentNesting bounds how deeply brackets, braces and parentheses
+	MaxQueryTokens = 15_000
+	// MaxQueryNesting bounds how deeply brackets, braces and parentheses
 	// nest in the query.
-	MaxDocumentNesting = 64
+	MaxQueryNesting = 64
 	// MaxVariablesNesting bounds how deeply arrays and objects nest in the
 	// variables.
 	MaxVariablesNesting = 32
 )
 
-// documentLimit is the gqlgen extension that applies the limits above. It
+// queryTextLimit is the gqlgen extension that applies the limits above. It
 // runs first among the operation parameter mutators, before the persisted
 // query cache stores a query and before anything parses one, so a refused
-// document is neither cached nor parsed. Its errors are validation_failed
+// query is neither cached nor parsed. Its errors are validation_failed
 // (param query, or the variable's name), answered 422 like every request
-// refused before it runs; the messages never echo the document.
-type documentLimit struct{}
+// refused before it runs; the messages never echo the query.
+type queryTextLimit struct{}
 
 var _ interface {
 	graphql.HandlerExtension
 	graphql.OperationParameterMutator
-} = documentLimit{}
+} = queryTextLimit{}
 
-func (documentLimit) ExtensionName() string { return "DocumentLimit" }
+func (queryTextLimit) ExtensionName() string { return "QueryTextLimit" }
 
-func (documentLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (queryTextLimit) Validate(graphql.ExecutableSchema) error { return nil }
 
-func (documentLimit) MutateOperationParameters(_ context.Context, p *graphql.RawParams) *gqlerror.Error {
-	if msg := checkDocument(p.Query); msg != "" {
+func (queryTextLimit) MutateOperationParameters(_ context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if msg := checkQueryText(p.Query); msg != "" {
 		return refusal(msg, nil)
 	}
 	for name, v := range p.Variables {
@@ -66,16 +66,16 @@ func refusal(msg string, path ast.Path) *gqlerror.Error {
 	return err
 }
 
-// checkDocument scans the query text once, as GraphQL's lexer would,
+// checkQueryText scans the query text once, as GraphQL's lexer would,
 // counting tokens and the nesting of ( [ {, and returns why the document is
 // refused, or "". It does not validate: a document it accepts may still fail
 // to parse, cheaply.
-func checkDocument(q string) string {
-	if len(q) > MaxDocumentBytes {
-		return fmt.Sprintf("The query must be at most %d bytes.", MaxDocumentBytes)
+func checkQueryText(q string) string {
+	if len(q) > MaxQueryBytes {
+		return fmt.Sprintf("The query must be at most %d bytes.", MaxQueryBytes)
 	}
 	tokens, depth := 0, 0
-	tooMany := fmt.Sprintf("The query must have at most %d tokens.", MaxDocumentTokens)
+	tooMany := fmt.Sprintf("The query must have at most %d tokens.", MaxQueryTokens)
 	for i := 0; i < len(q); {
 		c := q[i]
 		switch {
@@ -91,8 +91,8 @@ func checkDocument(q string) string {
 			i = skipString(q, i)
 		case c == '(' || c == '[' || c == '{':
 			depth++
-			if depth > MaxDocumentNesting {
-				return fmt.Sprintf("Brackets, braces and parentheses may nest at most %d levels deep in the query.", MaxDocumentNesting)
+			if depth > MaxQueryNesting {
+				return fmt.Sprintf("Brackets, braces and parentheses may nest at most %d levels deep in the query.", MaxQueryNesting)
 			}
 			i++
 		case c == ')' || c == ']' || c == '}':
@@ -109,7 +109,7 @@ func checkDocument(q string) string {
 			i++ // a punctuator, or a byte the parser will refuse
 		}
 		tokens++
-		if tokens > MaxDocumentTokens {
+		if tokens > MaxQueryTokens {
 			return tooMany
 		}
 	}

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -8,15 +8,20 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/gin-gonic/gin"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph"
 )
 
 // POST /graphql runs on gqlgen's executor directly rather than through its
@@ -29,7 +34,7 @@ import (
 
 // newExecutor is the executor of queries and mutations sent with POST.
 func newExecutor(a *app.App, o Options) *executor.Executor {
-	exec := executor.New(NewExecutableSchema(Config{Resolvers: &Resolver{App: a}, Complexity: complexity()}))
+	exec := executor.New(graph.NewSchema(a))
 	configure(exec, o)
 	exec.Use(noSubscriptionsOverPOST{})
 	return exec
@@ -44,15 +49,23 @@ type postBody struct {
 }
 
 // errNotOneObject is the answer to a body that is not one JSON object.
-var errNotOneObject = domain.Errorf(httpedge.CodeInvalidJSON,
+var errNotOneObject = domain.Errorf(wire.CodeInvalidJSON,
 	"The request body must be one JSON object: {\"query\": \"…\", \"variables\": {…}, \"operationName\": \"…\"}.")
+
+// postHandler serves POST /graphql.
+type postHandler struct {
+	exec *executor.Executor
+	app  *app.App
+	wait time.Duration
+	api  *httpedge.API
+}
 
 // serve runs one GraphQL request for the authenticated caller, with fresh
 // dataloaders. The body must be one JSON object, refused as over REST
 // otherwise (invalid_json, request_too_large), in the GraphQL shape; a
 // member of the wrong JSON type is validation_failed with the member as
 // param, before gqlgen sees it.
-func (h *httpHandler) serve(c *gin.Context) {
+func (h *postHandler) serve(c *gin.Context) {
 	start := graphql.Now()
 	raw, err := httpedge.ReadBody(c)
 	if err != nil {
@@ -61,7 +74,7 @@ func (h *httpHandler) serve(c *gin.Context) {
 	}
 	var body postBody
 	if err := httpedge.DecodeObject(raw, &body); err != nil {
-		if domain.IsCode(err, httpedge.CodeInvalidJSON) {
+		if domain.IsCode(err, wire.CodeInvalidJSON) {
 			err = errNotOneObject
 		}
 		h.api.Abort(c, err)
@@ -76,9 +89,8 @@ func (h *httpHandler) serve(c *gin.Context) {
 		ReadTime:      graphql.TraceTiming{Start: start, End: graphql.Now()},
 	}
 
-	who := httpedge.Actor(c)
 	ctx := graphql.StartOperationTrace(c.Request.Context())
-	ctx = withRequest(ctx, &request{actor: who, loaders: newLoaders(h.app, who, h.wait), gin: c})
+	ctx = graph.WithCaller(ctx, h.app, caller(c, httpedge.Actor(c)), h.wait)
 	contentType := responseContentType(c.Request)
 	status, resp := h.execute(ctx, params, contentType)
 	if resp == nil {
@@ -98,7 +110,7 @@ func (h *httpHandler) serve(c *gin.Context) {
 // and the response: a request refused before it runs is 422, or 400 for a
 // client that asked for application/graphql-response+json (GraphQL over
 // HTTP); one that ran is 200, errors included.
-func (h *httpHandler) execute(ctx context.Context, params *graphql.RawParams, contentType string) (int, *graphql.Response) {
+func (h *postHandler) execute(ctx context.Context, params *graphql.RawParams, contentType string) (int, *graphql.Response) {
 	op, errs := h.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		status := http.StatusOK
@@ -142,7 +154,7 @@ func responseContentType(r *http.Request) string {
 // it stands: the executor has just built its data as compact JSON, and
 // marshalling the response would only copy it, escaping it again on the
 // way. Anything with errors or extensions is marshalled whole.
-func (h *httpHandler) write(c *gin.Context, contentType string, status int, resp *graphql.Response) {
+func (h *postHandler) write(c *gin.Context, contentType string, status int, resp *graphql.Response) {
 	c.Header("Content-Type", contentType)
 	if len(resp.Errors) == 0 && len(resp.Extensions) == 0 && resp.Label == "" && resp.Path == nil && resp.HasNext == nil {
 		data := resp.Data
@@ -163,4 +175,21 @@ func (h *httpHandler) write(c *gin.Context, contentType string, status int, resp
 	}
 	c.Status(status)
 	_, _ = c.Writer.Write(b)
+}
+
+// noSubscriptionsOverPOST refuses a subscription sent with POST: it needs
+// a WebSocket.
+type noSubscriptionsOverPOST struct{}
+
+var _ graphql.OperationInterceptor = noSubscriptionsOverPOST{}
+
+func (noSubscriptionsOverPOST) ExtensionName() string                   { return "NoSubscriptionsOverPOST" }
+func (noSubscriptionsOverPOST) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (noSubscriptionsOverPOST) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation == ast.Subscription {
+		err := domain.Invalid("query", "Subscriptions are served over WebSocket: connect to ws(s)://<host>%s with the graphql-transport-ws subprotocol (the graphql-ws library).", Path)
+		return graphql.OneShot(&graphql.Response{Errors: []*gqlerror.Error{graph.PresentError(ctx, err)}})
+	}
+	return next(ctx)
 }

@@ -1,4 +1,10 @@
-package graph
+// Package server is the GraphQL transport: it serves the schema of package
+// graph on the HTTP edge, as POST /graphql (queries and mutations) and as
+// WebSocket (graphql-transport-ws: subscriptions, queries and mutations),
+// with the limits every operation passes (query text, depth, complexity,
+// the work budget) and the GraphiQL page. It imports graph; graph never
+// imports it.
+package server
 
 import (
 	"log/slog"
@@ -7,15 +13,16 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/gin-gonic/gin"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph"
 )
 
 // Path is where GraphQL is served.
@@ -29,10 +36,11 @@ const (
 	DefaultLoaderWait    = 10 * time.Millisecond
 )
 
-// Options configure the GraphQL edge.
+// Options configure the GraphQL transport.
 type Options struct {
 	// MaxComplexity refuses, before it runs, an operation whose complexity
-	// (connections weigh first × their items, see complexity) exceeds it.
+	// (connections weigh first × their items, see graph.Complexity) exceeds
+	// it.
 	MaxComplexity int
 	// MaxDepth refuses, before it runs, an operation nested deeper.
 	MaxDepth int
@@ -88,13 +96,13 @@ type executorConfig interface {
 func configure(srv executorConfig, o Options) {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
-	srv.Use(documentLimit{}) // before the persisted-query cache stores a query
+	srv.Use(queryTextLimit{}) // before the persisted-query cache stores a query
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](o.APQCacheSize)})
 	srv.Use(depthLimit{max: o.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
 	srv.Use(o.budget)
-	srv.SetErrorPresenter(presentError)
-	srv.SetRecoverFunc(recoverPanic(o.Logger))
+	srv.SetErrorPresenter(graph.PresentError)
+	srv.SetRecoverFunc(graph.Recover(o.Logger))
 }
 
 // Mount serves GraphQL on the HTTP edge, behind the same chain as the REST
@@ -116,18 +124,16 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	api := edge.API(Path, renderHTTPError)
 	sockets := newSockets(a.Auth)
 	ws := newWSHandler(edge, api, a, o, sockets)
-	h := &httpHandler{exec: newExecutor(a, o), app: a, wait: o.LoaderWait, api: api}
-	graphiql, script, style := graphiqlHandlers()
+	h := &postHandler{exec: newExecutor(a, o), app: a, wait: o.LoaderWait, api: api}
 	servePage := func(c *gin.Context) {
 		if acceptsHTML(c.Request) {
-			graphiql(c)
+			serveGraphiQL(c)
 			c.Abort()
 		}
 	}
 
 	e := edge.Engine()
-	e.GET(GraphiQLAssetPath+"/graphiql.js", script)
-	e.GET(GraphiQLAssetPath+"/graphiql.css", style)
+	mountGraphiQLAssets(e)
 	e.POST(Path, api.Chain(h.serve)...)
 	e.GET(Path, append([]gin.HandlerFunc{ws.upgrade, servePage}, api.Chain(h.methodNotAllowed)...)...)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
@@ -136,16 +142,19 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	return sockets
 }
 
-type httpHandler struct {
-	exec *executor.Executor
-	app  *app.App
-	wait time.Duration
-	api  *httpedge.API
+// caller is the graph.Caller of a request that passed the edge's chain (or
+// of a WebSocket upgrade, with the key its connection_init authenticated).
+func caller(c *gin.Context, who domain.Actor) graph.Caller {
+	return graph.Caller{
+		Actor:     who,
+		RequestID: httpedge.RequestID(c),
+		Public:    func(err error) *domain.Error { return httpedge.PublicError(c, err) },
+	}
 }
 
-func (h *httpHandler) methodNotAllowed(c *gin.Context) {
+func (h *postHandler) methodNotAllowed(c *gin.Context) {
 	c.Header("Allow", "GET, POST")
-	h.api.Abort(c, domain.Errorf(httpedge.CodeMethodNotAllowed,
+	h.api.Abort(c, domain.Errorf(wire.CodeMethodNotAllowed,
 		"Send GraphQL requests with POST %s; GET %s serves the GraphiQL page to browsers (Accept: text/html).", Path, Path))
 }
 

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-
-	"github.com/worktrack/worktrack/core/domain"
 )
 
 // complexityLimitCode is the code gqlgen's complexity extension marks its
@@ -18,30 +16,6 @@ import (
 const complexityLimitCode = "COMPLEXITY_LIMIT_EXCEEDED"
 
 func init() { errcode.RegisterErrorType(complexityLimitCode, errcode.KindProtocol) }
-
-// complexity weighs each connection field by the page it asks for: a field
-// costs 1, a connection 1 + first × (the cost of what each item selects), so
-// that nested connections multiply as their results do. An out-of-range
-// first weighs 1: the core refuses it with validation_failed (param first),
-// which is the answer the client needs, not a complexity error.
-func complexity() ComplexityRoot {
-	var c ComplexityRoot
-	c.Query.Users = func(child int, first *int, _ *string) int { return connectionCost(child, first) }
-	c.Query.Projects = func(child int, first *int, _ *string) int { return connectionCost(child, first) }
-	c.Query.Webhooks = func(child int, first *int, _ *string) int { return connectionCost(child, first) }
-	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string) int {
-		return connectionCost(child, first)
-	}
-	return c
-}
-
-func connectionCost(child int, first *int) int {
-	n, err := pageRequest(first, nil).Size()
-	if err != nil {
-		n = 1
-	}
-	return 1 + n*child
-}
 
 // depthLimit refuses, before anything runs, an operation whose fields nest
 // deeper than max: { me { id } } has depth 2. Introspection fields (__schema,

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+)
+
+// socketImplementation accepts the upgrade with gqlgen's own coder/websocket
+// adapter (transport.CoderWebsocketImplementation), from any origin: the key
+// travels in the messages or the Authorization header, never in a cookie a
+// foreign page could ride on. It hands gqlgen the socket, which adds to
+// gqlgen's connection only what this server needs and gqlgen lacks (see
+// socket).
+type socketImplementation struct {
+	coder transport.CoderWebsocketImplementation
+}
+
+func newSocketImplementation() socketImplementation {
+	return socketImplementation{coder: transport.CoderWebsocketImplementation{
+		AcceptOptions: websocket.AcceptOptions{InsecureSkipVerify: true},
+	}}
+}
+
+func (i socketImplementation) Accept(w http.ResponseWriter, r *http.Request, o transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	s := socketOf(r.Context())
+	gw, ok := w.(gin.ResponseWriter)
+	if s == nil || !ok {
+		return nil, errors.New("graph/server: WebSocket upgrade outside Mount's handler")
+	}
+	// The server's read and write timeouts are for requests, not for a
+	// socket that lives for hours: lift them before the hijack.
+	rc := http.NewResponseController(w)
+	if err := errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{})); err != nil {
+		return nil, fmt.Errorf("graph/server: lifting the request deadlines of a WebSocket: %w", err)
+	}
+	conn, err := i.coder.Accept(watchedWriter{ResponseWriter: gw, s: s}, r, o)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.conn = conn
+	s.mu.Unlock()
+	return s, nil
+}
+
+// socket is one GraphQL WebSocket: gqlgen's connection over coder/websocket,
+// with three things this server adds to it.
+//
+//   - The server's close codes. gqlgen closes a socket whose context ended
+//     with 1000; a socket the server closes (closeWith: 4403 for a revoked
+//     key, 1001 on shutdown) closes with the server's code and reason.
+//   - A write deadline. gqlgen writes with no deadline, so a client that
+//     reads nothing would hold its subscription's writer forever; past
+//     wsWriteTimeout the connection is dropped.
+//   - The end of the connection (gone), which shutdown waits for: gqlgen
+//     runs the close handshake on its own goroutine and says nothing of its
+//     end.
+//
+// It also carries the upgrade request's gin context (its request id and
+// client address) and, once connection_init succeeded, the key.
+type socket struct {
+	gin  *gin.Context
+	gone chan struct{} // closed when the TCP connection has closed
+
+	mu     sync.Mutex
+	conn   transport.WebsocketConn // gqlgen's, once accepted
+	secret string                  // its key, once initialised
+	cancel context.CancelFunc      // of the socket's context, once initialised
+	code   websocket.StatusCode    // set by closeWith
+	reason string
+}
+
+func newSocket(c *gin.Context) *socket { return &socket{gin: c, gone: make(chan struct{})} }
+
+type socketKey struct{}
+
+func socketOf(ctx context.Context) *socket {
+	s, _ := ctx.Value(socketKey{}).(*socket)
+	return s
+}
+
+var (
+	_ transport.WebsocketConn          = (*socket)(nil)
+	_ transport.WebsocketReadLimiter   = (*socket)(nil)
+	_ transport.WebsocketReadDeadliner = (*socket)(nil)
+)
+
+// authenticated is the socket's key, "" before connection_init succeeded
+// and once it is closing.
+func (s *socket) authenticated() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.code != 0 {
+		return ""
+	}
+	return s.secret
+}
+
+// closeWith closes the socket with code and reason: through its context
+// once gqlgen runs it (so that its subscriptions end first), directly
+// before.
+func (s *socket) closeWith(code websocket.StatusCode, reason string) {
+	s.mu.Lock()
+	if s.code == 0 {
+		s.code, s.reason = code, reason
+	}
+	cancel, conn := s.cancel, s.conn
+	s.mu.Unlock()
+	switch {
+	case cancel != nil:
+		cancel()
+	case conn != nil:
+		_ = s.WriteClose(int(code), reason)
+	}
+}
+
+func (s *socket) NextReader() (int, io.Reader, error) { return s.conn.NextReader() }
+
+func (s *socket) Subprotocol() string { return s.conn.Subprotocol() }
+
+func (s *socket) Close() error { return s.conn.Close() }
+
+// WriteJSON writes one message, dropping the connection when the write has
+// not ended within wsWriteTimeout.
+func (s *socket) WriteJSON(v any) error {
+	t := time.AfterFunc(wsWriteTimeout, func() { _ = s.conn.Close() })
+	defer t.Stop()
+	return s.conn.WriteJSON(v)
+}
+
+// WriteClose starts the close handshake, with the server's own code when it
+// closed the socket (closeWith), else with gqlgen's.
+func (s *socket) WriteClose(code int, reason string) error {
+	s.mu.Lock()
+	if s.code != 0 {
+		code, reason = int(s.code), s.reason
+	}
+	s.mu.Unlock()
+	return s.conn.WriteClose(code, closeReason(reason))
+}
+
+func (s *socket) SetReadLimit(limit int64) {
+	if l, ok := s.conn.(transport.WebsocketReadLimiter); ok {
+		l.SetReadLimit(limit)
+	}
+}
+
+func (s *socket) SetReadDeadline(t time.Time) error {
+	if d, ok := s.conn.(transport.WebsocketReadDeadliner); ok {
+		return d.SetReadDeadline(t)
+	}
+	return nil
+}
+
+// wait blocks, once the socket was accepted, until its TCP connection has
+// closed: the close handshake has ended.
+func (s *socket) wait() {
+	s.mu.Lock()
+	accepted := s.conn != nil
+	s.mu.Unlock()
+	if accepted {
+		<-s.gone
+	}
+}
+
+// closeReason fits reason in a close frame (123 bytes), on a rune boundary.
+func closeReason(reason string) string {
+	if len(reason) <= 123 {
+		return reason
+	}
+	cut := 120
+	for cut > 0 && !utf8.RuneStart(reason[cut]) {
+		cut--
+	}
+	return reason[:cut] + "…"
+}
+
+// watchedWriter is the upgrade's response writer, whose hijacked connection
+// tells its socket when it closes.
+type watchedWriter struct {
+	gin.ResponseWriter
+	s *socket
+}
+
+func (w watchedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := w.ResponseWriter.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &watchedConn{Conn: conn, closed: sync.OnceFunc(func() { close(w.s.gone) })}, rw, nil
+}
+
+type watchedConn struct {
+	net.Conn
+	closed func()
+}
+
+func (c *watchedConn) Close() error {
+	defer c.closed()
+	return c.Conn.Close()
+}

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+)
+
+// Sockets are the open GraphQL WebSockets of this process. Mount returns
+// them, so that the server closes them on shutdown (Close).
+type Sockets struct {
+	auth     *app.Auth
+	mu       sync.Mutex
+	open     map[*socket]struct{}
+	closed   bool
+	done     sync.WaitGroup // one per socket, until its TCP connection closed
+	watching sync.Once
+	stop     chan struct{}
+}
+
+func newSockets(auth *app.Auth) *Sockets {
+	return &Sockets{auth: auth, open: map[*socket]struct{}{}, stop: make(chan struct{})}
+}
+
+// watchKeys resolves the keys of the open sockets again every wsKeyCheck,
+// each distinct key once, and closes with 4403 the sockets whose key no
+// longer resolves (revoked, expired), until Close.
+func (ss *Sockets) watchKeys() {
+	t := time.NewTicker(wsKeyCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.stop:
+			return
+		case <-t.C:
+		}
+		bySecret := map[string][]*socket{}
+		ss.mu.Lock()
+		for s := range ss.open {
+			if secret := s.authenticated(); secret != "" {
+				bySecret[secret] = append(bySecret[secret], s)
+			}
+		}
+		ss.mu.Unlock()
+		for secret, sockets := range bySecret {
+			_, err := ss.auth.Authenticate(context.Background(), secret)
+			if c := domain.ErrorCode(err); err != nil && (c == domain.CodeInvalidAPIKey || c == domain.CodeMissingAPIKey) {
+				for _, s := range sockets {
+					s.closeWith(CloseForbidden, "invalid_api_key: The API key was revoked or has expired.")
+				}
+			}
+		}
+	}
+}
+
+// add registers s, or refuses it once Close has begun.
+func (ss *Sockets) add(s *socket) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return false
+	}
+	ss.watching.Do(func() { go ss.watchKeys() })
+	ss.open[s] = struct{}{}
+	ss.done.Add(1)
+	return true
+}
+
+// remove forgets s once its connection has closed.
+func (ss *Sockets) remove(s *socket) {
+	ss.mu.Lock()
+	delete(ss.open, s)
+	ss.mu.Unlock()
+	ss.done.Done()
+}
+
+// Len is how many sockets are open.
+func (ss *Sockets) Len() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.open)
+}
+
+// Close refuses new sockets and closes the open ones with 1001 (going
+// away), then waits, until ctx ends, for their close handshakes.
+func (ss *Sockets) Close(ctx context.Context) error {
+	ss.mu.Lock()
+	if !ss.closed {
+		close(ss.stop)
+	}
+	ss.closed = true
+	open := make([]*socket, 0, len(ss.open))
+	for s := range ss.open {
+		open = append(open, s)
+	}
+	ss.mu.Unlock()
+	for _, s := range open {
+		s.closeWith(websocket.StatusGoingAway, "The server is shutting down. Reconnect, and resume with after.")
+	}
+	done := make(chan struct{})
+	go func() {
+		ss.done.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/core/app"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph"
+)
+
+// WebSocket close codes besides RFC 6455's, as graphql-ws names them.
+const (
+	// CloseForbidden: the key is missing, invalid, revoked or expired.
+	CloseForbidden = 4403
+	// CloseTooManyRequests: the client's address failed authentication too
+	// often (graphql-ws's "too many initialisation requests").
+	CloseTooManyRequests = 4429
+)
+
+// Timings of the WebSocket transport.
+const (
+	// wsInitTimeout is how long a new socket may take to send connection_init.
+	wsInitTimeout = 10 * time.Second
+	// wsPingInterval is how often the server pings; a client that has not
+	// answered within two intervals is disconnected.
+	wsPingInterval = 25 * time.Second
+	// wsWriteTimeout bounds one message's write: a client that reads
+	// nothing for this long is disconnected.
+	wsWriteTimeout = 10 * time.Second
+	// wsKeyCheck is how often an open socket's key is resolved again, so
+	// that a revoked or expired key closes it within 10 seconds (with the
+	// key cache's 5 seconds).
+	wsKeyCheck = 2 * time.Second
+	// wsLoaderWait is how long the dataloaders of one result over a socket
+	// gather loads.
+	wsLoaderWait = time.Millisecond
+	// wsReadLimit bounds a client's message, like a request body.
+	wsReadLimit = httpedge.MaxBodyBytes
+)
+
+// isWebSocketUpgrade reports whether r asks to switch to WebSocket.
+func isWebSocketUpgrade(r *http.Request) bool {
+	return headerHas(r.Header, "Connection", "upgrade") && headerHas(r.Header, "Upgrade", "websocket")
+}
+
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wsHandler serves GraphQL over WebSocket (graphql-transport-ws; gqlgen
+// also speaks the legacy graphql-ws subprotocol).
+type wsHandler struct {
+	gql     http.Handler
+	edge    *httpedge.Edge
+	api     *httpedge.API
+	app     *app.App
+	sockets *Sockets
+}
+
+func newWSHandler(edge *httpedge.Edge, api *httpedge.API, a *app.App, o Options, sockets *Sockets) *wsHandler {
+	h := &wsHandler{edge: edge, api: api, app: a, sockets: sockets}
+	srv := handler.New(graph.NewSchema(a))
+	limit := int64(wsReadLimit)
+	srv.AddTransport(transport.Websocket{
+		Implementation:   newSocketImplementation(),
+		InitFunc:         h.init,
+		InitTimeout:      wsInitTimeout,
+		PingPongInterval: wsPingInterval,
+		PayloadReadLimit: &limit,
+	})
+	configure(srv, o)
+	// Each event of a subscription is resolved on its own, one after
+	// another: its loaders gather the loads of that one result, which start
+	// together, so they wait a millisecond rather than LoaderWait, which
+	// would cap a subscription at about 100 events a second.
+	srv.Use(wsOperations{edge: edge, app: a, wait: min(o.LoaderWait, wsLoaderWait)})
+	h.gql = srv
+	return h
+}
+
+// upgrade serves a WebSocket upgrade of GET /graphql; other requests go on
+// down the route's chain.
+func (h *wsHandler) upgrade(c *gin.Context) {
+	if !isWebSocketUpgrade(c.Request) {
+		return
+	}
+	c.Abort()
+	s := newSocket(c)
+	if !h.sockets.add(s) {
+		h.api.Abort(c, domain.Errorf(domain.CodeUnavailable, "The server is shutting down; connect again in a moment."))
+		return
+	}
+	defer func() {
+		s.wait()
+		h.sockets.remove(s)
+	}()
+	h.gql.ServeHTTP(c.Writer, c.Request.WithContext(context.WithValue(c.Request.Context(), socketKey{}, s)))
+}
+
+// init authenticates connection_init: the payload's "authorization" member
+// (any case), else the upgrade request's Authorization header. A refused key
+// closes the socket with 4403; then, while the socket is open, the key is
+// resolved again every wsKeyCheck and the socket closed with 4403 once it
+// no longer resolves (revoked, expired): Sockets.watchKeys.
+func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	s := socketOf(ctx)
+	header := s.gin.GetHeader("Authorization")
+	for k, v := range p {
+		if strings.EqualFold(k, "authorization") {
+			header, _ = v.(string)
+			break
+		}
+	}
+	secret := httpedge.Bearer(header)
+	who, err := h.edge.Authenticate(ctx, s.gin.ClientIP(), secret)
+	if err != nil {
+		e := httpedge.PublicError(s.gin, err)
+		code := CloseForbidden
+		switch e.Code {
+		case domain.CodeTooManyRequests:
+			code = CloseTooManyRequests
+		case domain.CodeUnavailable:
+			code = int(websocket.StatusTryAgainLater)
+		case domain.CodeInternal:
+			code = int(websocket.StatusInternalError)
+		}
+		ctx = transport.WithWebsocketCloseCode(ctx, code)
+		return transport.AppendCloseReason(ctx, closeReason(string(e.Code)+": "+e.Message)), nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.cancel, s.secret = cancel, secret
+	s.mu.Unlock()
+	return graph.WithCaller(ctx, h.app, caller(s.gin, who), wsLoaderWait), nil, nil
+}
+
+// wsOperations applies to every operation over a WebSocket what the HTTP
+// chain applies to a request: it counts against the key's rate limit, and a
+// refused one gets an error message (not a result). Each result (each event
+// of a subscription) gets fresh dataloaders, so that the nested fields of
+// an event show the current state, not what an earlier event loaded.
+type wsOperations struct {
+	edge *httpedge.Edge
+	app  *app.App
+	wait time.Duration
+}
+
+var (
+	_ graphql.OperationInterceptor = wsOperations{}
+	_ graphql.ResponseInterceptor  = wsOperations{}
+)
+
+func (wsOperations) ExtensionName() string                   { return "WebSocketOperations" }
+func (wsOperations) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (x wsOperations) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	refuse := func(err error) graphql.ResponseHandler {
+		transport.AddSubscriptionError(ctx, graph.PresentError(ctx, err))
+		return func(context.Context) *graphql.Response { return nil }
+	}
+	who, _ := graph.CallerOf(ctx)
+	if err := x.edge.TakeRequest(ctx, who.Actor.KeyID); err != nil {
+		return refuse(err)
+	}
+	// GraphQL's rule "subscriptions select a single root field", which
+	// gqlgen would otherwise report as an internal failure at run time.
+	if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation == ast.Subscription &&
+		len(graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{"Subscription"})) != 1 {
+		return refuse(domain.Invalid("query", "A subscription selects exactly one root field."))
+	}
+	return next(ctx)
+}
+
+func (x wsOperations) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	if c, ok := graph.CallerOf(ctx); ok {
+		ctx = graph.WithCaller(ctx, x.app, c, x.wait)
+	}
+	return next(ctx)
+}
