@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/server"
 )
@@ -164,6 +164,6 @@ func TestEnvelopeTypes(t *testing.T) {
 		r.expectError(t, "validation_failed", c.param)
 	}
 	// Bodies that are not UTF-8 are not JSON.
-	r := decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Guest.Key, Body: "{\"query\": \"{ me { id \xff } }\"}"}))
+	r := decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Guest.Key, Body: "{\"query\": \"{ me { id \xff } }\"}"}))
 	r.expectError(t, "invalid_json", "")
 }

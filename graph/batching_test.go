@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/server"
 )
@@ -19,7 +19,7 @@ const nestedQuery = `{ projects(first: 20) { nodes { tasks(first: 50) { nodes { 
 
 // seed creates projects × tasks through the core services, the tasks
 // assigned in turn to the admin, the member and the guest.
-func seed(t *testing.T, e *resttest.Env, projects, tasks int) {
+func seed(t *testing.T, e *apitest.Env, projects, tasks int) {
 	t.Helper()
 	ctx := context.Background()
 	member := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}

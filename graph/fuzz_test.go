@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
 // FuzzGraphQL posts arbitrary documents and variables, and arbitrary
@@ -40,7 +40,7 @@ func FuzzGraphQL(f *testing.F) {
 	if _, err := db.Migrate(ctx); err != nil {
 		f.Fatal(err)
 	}
-	e := mount(resttest.New(f, db, func(o *httpedge.Options) { o.RateLimit, o.AuthFailureLimit = 1<<30, 1<<30 }))
+	e := apitest.New(f, db, func(o *httpedge.Options) { o.RateLimit, o.AuthFailureLimit = 1<<30, 1<<30 })
 	e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Fuzz", "key": "FUZ"}).ExpectStatus(f, http.StatusCreated)
 
 	f.Fuzz(func(t *testing.T, query, variables string) {
@@ -54,7 +54,7 @@ func FuzzGraphQL(f *testing.F) {
 	})
 }
 
-func send(t *testing.T, e *resttest.Env, body string) {
+func send(t *testing.T, e *apitest.Env, body string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

@@ -7,40 +7,39 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/graph/server"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// newEnv is the REST test environment (two workspaces, a member of each
-// role, a controllable clock) with GraphQL mounted on its engine exactly as
-// `worktrack serve` mounts it.
-func newEnv(t *testing.T, db *store.DB, opts ...func(*server.Options)) *resttest.Env {
+// newEnv is the API test environment (two workspaces, a member of each
+// role, a controllable clock), with GraphQL mounted exactly as `worktrack
+// serve` mounts it, configured by opts.
+func newEnv(t *testing.T, db *store.DB, opts ...func(*server.Options)) *apitest.Env {
 	t.Helper()
 	return newEnvWith(t, db, nil, opts...)
 }
 
-func newEnvWith(t *testing.T, db *store.DB, restOpts []resttest.Option, opts ...func(*server.Options)) *resttest.Env {
+func newEnvWith(t *testing.T, db *store.DB, edgeOpts []apitest.Option, opts ...func(*server.Options)) *apitest.Env {
 	t.Helper()
-	return mount(resttest.New(t, db, restOpts...), opts...)
+	return apitest.NewWith(t, db, apitest.Settings{GraphQL: graphQLOptions(opts)}, edgeOpts...)
 }
 
 // newWebhookEnv is newEnv whose webhooks may point at loopback receivers.
-func newWebhookEnv(t *testing.T, db *store.DB) *resttest.Env {
+func newWebhookEnv(t *testing.T, db *store.DB) *apitest.Env {
 	t.Helper()
-	return mount(resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true}))
+	return apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 }
 
-func mount(e *resttest.Env, opts ...func(*server.Options)) *resttest.Env {
+func graphQLOptions(opts []func(*server.Options)) server.Options {
 	var o server.Options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	server.Mount(e.Edge, e.App, o)
-	return e
+	return o
 }
 
 // gqlError is one element of a response's errors.
@@ -52,14 +51,14 @@ type gqlError struct {
 
 // result is a decoded GraphQL HTTP response.
 type result struct {
-	*resttest.Response
+	*apitest.Response
 	Data   map[string]any  `json:"data"`
 	Errors []gqlError      `json:"errors"`
 	Raw    json.RawMessage `json:"-"`
 }
 
 // gql posts a GraphQL request through the real router.
-func gql(t *testing.T, e *resttest.Env, key, query string, vars map[string]any) *result {
+func gql(t *testing.T, e *apitest.Env, key, query string, vars map[string]any) *result {
 	t.Helper()
 	body := map[string]any{"query": query}
 	if vars != nil {
@@ -69,13 +68,13 @@ func gql(t *testing.T, e *resttest.Env, key, query string, vars map[string]any) 
 }
 
 // post sends any JSON body to POST /graphql.
-func post(t *testing.T, e *resttest.Env, key string, body any) *result {
+func post(t *testing.T, e *apitest.Env, key string, body any) *result {
 	t.Helper()
-	res := e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Key: key, Body: body})
+	res := e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Key: key, Body: body})
 	return decode(t, res)
 }
 
-func decode(t *testing.T, res *resttest.Response) *result {
+func decode(t *testing.T, res *apitest.Response) *result {
 	t.Helper()
 	r := &result{Response: res}
 	if err := json.Unmarshal(res.Body, r); err != nil {
@@ -172,7 +171,7 @@ func mustStr(t *testing.T, v any, path ...any) string {
 }
 
 // createProject makes a project over GraphQL as the member and returns its id.
-func createProject(t *testing.T, e *resttest.Env, key string) string {
+func createProject(t *testing.T, e *apitest.Env, key string) string {
 	t.Helper()
 	data := gql(t, e, e.Member.Key, `mutation($in: CreateProjectInput!) { createProject(input: $in) { id } }`,
 		map[string]any{"in": map[string]any{"name": "Project " + key, "key": key}}).ok(t)
@@ -180,7 +179,7 @@ func createProject(t *testing.T, e *resttest.Env, key string) string {
 }
 
 // createTask makes a task over GraphQL as the member and returns its id.
-func createTask(t *testing.T, e *resttest.Env, projectID string, in map[string]any) string {
+func createTask(t *testing.T, e *apitest.Env, projectID string, in map[string]any) string {
 	t.Helper()
 	data := gql(t, e, e.Member.Key, `mutation($p: ID, $in: CreateTaskInput!) { createTask(projectId: $p, input: $in) { id } }`,
 		map[string]any{"p": projectID, "in": in}).ok(t)

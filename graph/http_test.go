@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
 // expectHTTPError checks a request refused before GraphQL ran: the status,
@@ -34,14 +34,14 @@ func TestAuthenticationErrors(t *testing.T) {
 		const q = `{ me { id } }`
 		post(t, e, "", map[string]any{"query": q}).expectHTTPError(t, http.StatusUnauthorized, "missing_api_key")
 		post(t, e, "wtk_"+strings.Repeat("x", 40), map[string]any{"query": q}).expectHTTPError(t, http.StatusUnauthorized, "invalid_api_key")
-		r := decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Body: map[string]any{"query": q},
+		r := decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Body: map[string]any{"query": q},
 			Header: map[string]string{"Authorization": "Basic abc"}}))
 		r.expectHTTPError(t, http.StatusUnauthorized, "missing_api_key")
 		if r.Header.Get("X-RateLimit-Limit") != "" {
 			t.Fatal("a 401 belongs to no key and carries no rate-limit headers")
 		}
 		// The scheme is case-insensitive.
-		r = decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Body: map[string]any{"query": q},
+		r = decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Body: map[string]any{"query": q},
 			Header: map[string]string{"Authorization": "bearer " + e.Guest.Key}}))
 		if str(r.ok(t), "me", "id") != e.Guest.User.ID {
 			t.Fatalf("bearer: %s", r.Body)
@@ -51,7 +51,7 @@ func TestAuthenticationErrors(t *testing.T) {
 
 func TestRateLimitOverGraphQL(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newEnvWith(t, db, []resttest.Option{func(o *httpedge.Options) { o.RateLimit = 2; o.RateWindow = 10 * time.Second }})
+		e := newEnvWith(t, db, []apitest.Option{func(o *httpedge.Options) { o.RateLimit = 2; o.RateWindow = 10 * time.Second }})
 		start := e.Clock.Now()
 		for i := 1; i <= 2; i++ {
 			r := gql(t, e, e.Member.Key, `{ me { id } }`, nil)
@@ -76,10 +76,10 @@ func TestRateLimitOverGraphQL(t *testing.T) {
 		// Repeated failed authentication blocks the address, over GraphQL too.
 		attacker := "203.0.113.9:1234"
 		for range 20 {
-			decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Body: map[string]any{"query": "{ me { id } }"}, RemoteAddr: attacker})).
+			decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Body: map[string]any{"query": "{ me { id } }"}, RemoteAddr: attacker})).
 				expectHTTPError(t, http.StatusUnauthorized, "missing_api_key")
 		}
-		blocked := decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Admin.Key,
+		blocked := decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Admin.Key,
 			Body: map[string]any{"query": "{ me { id } }"}, RemoteAddr: attacker}))
 		blocked.expectHTTPError(t, http.StatusTooManyRequests, "too_many_requests")
 		if blocked.Header.Get("Retry-After") == "" {
@@ -92,7 +92,7 @@ func TestRequestErrors(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		do := func(body any, contentType string) *result {
-			return decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Guest.Key, Body: body, ContentType: contentType}))
+			return decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Guest.Key, Body: body, ContentType: contentType}))
 		}
 		for _, body := range []string{"", "null", "[]", `"q"`, "{", `{"query": "{ me { id } }"}{}`} {
 			do(body, "").expectHTTPError(t, http.StatusBadRequest, "invalid_json")
@@ -115,14 +115,14 @@ func TestRequestErrors(t *testing.T) {
 
 		// GET serves GraphiQL to browsers; anything else is 405 after
 		// authentication.
-		page := e.Do(resttest.Request{Method: http.MethodGet, Path: "/graphql", Header: map[string]string{"Accept": "text/html,application/xhtml+xml"}})
+		page := e.Do(apitest.Request{Method: http.MethodGet, Path: "/graphql", Header: map[string]string{"Accept": "text/html,application/xhtml+xml"}})
 		if page.Status != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") ||
 			!strings.Contains(strings.ToLower(string(page.Body)), "graphiql") {
 			t.Fatalf("GraphiQL: %d %s", page.Status, page.Header)
 		}
 		decode(t, e.Get("/graphql", "")).expectHTTPError(t, http.StatusUnauthorized, "missing_api_key")
 		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodPatch} {
-			r := decode(t, e.Do(resttest.Request{Method: m, Path: "/graphql", Key: e.Guest.Key}))
+			r := decode(t, e.Do(apitest.Request{Method: m, Path: "/graphql", Key: e.Guest.Key}))
 			r.expectHTTPError(t, http.StatusMethodNotAllowed, "method_not_allowed")
 			if r.Header.Get("Allow") != "GET, POST" {
 				t.Fatalf("%s: Allow %q", m, r.Header.Get("Allow"))
@@ -137,7 +137,7 @@ func TestIdempotencyKeyIgnored(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		send := func() *result {
-			return decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Member.Key,
+			return decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Member.Key,
 				Body:   map[string]any{"query": `mutation { createProject(input: {name: "I", key: "IDEM"}) { id } }`},
 				Header: map[string]string{"Idempotency-Key": "same-key"}}))
 		}
@@ -250,7 +250,7 @@ func TestResponseMediaType(t *testing.T) {
 		{"text/html;q=0.5, application/json", "{ me { nope } }", "application/json", http.StatusUnprocessableEntity},
 		{"application/graphql-response+json", "{ me { nope } }", "application/graphql-response+json", http.StatusBadRequest},
 	} {
-		r := decode(t, e.Do(resttest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Guest.Key,
+		r := decode(t, e.Do(apitest.Request{Method: http.MethodPost, Path: "/graphql", Key: e.Guest.Key,
 			Body: map[string]any{"query": c.query}, Header: map[string]string{"Accept": c.accept}}))
 		if r.Status != c.wantStatus || r.Header.Get("Content-Type") != c.wantType {
 			t.Errorf("Accept %q, %s: %d %q, want %d %q", c.accept, c.query, r.Status, r.Header.Get("Content-Type"), c.wantStatus, c.wantType)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -54,7 +54,7 @@ func readPage(t *testing.T, conn any) page {
 
 const connFields = `edges { cursor node { id } } nodes { id } pageInfo { hasNextPage hasPreviousPage startCursor endCursor }`
 
-func seedProjects(t *testing.T, e *resttest.Env, n int) []string {
+func seedProjects(t *testing.T, e *apitest.Env, n int) []string {
 	t.Helper()
 	member := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}
 	ids := make([]string, n)

@@ -16,9 +16,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/server"
@@ -27,15 +27,15 @@ import (
 // liveEnv is newEnv served on a real listener (WebSockets need one), with
 // the live feed running, as `worktrack serve` runs it.
 type liveEnv struct {
-	*resttest.Env
+	*apitest.Env
 	URL     string // ws://…/graphql
 	Sockets *server.Sockets
 }
 
-func newLiveEnv(t *testing.T, db *store.DB, set resttest.Settings, opts ...resttest.Option) *liveEnv {
+func newLiveEnv(t *testing.T, db *store.DB, set apitest.Settings, opts ...apitest.Option) *liveEnv {
 	t.Helper()
-	e := resttest.NewWith(t, db, set, opts...)
-	sockets := server.Mount(e.Edge, e.App, server.Options{})
+	e := apitest.NewWith(t, db, set, opts...)
+	sockets := e.Sockets
 	srv := httptest.NewServer(e.Edge)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -274,7 +274,7 @@ const eventsSubscription = `subscription($types: [WebhookEventType!], $projectId
 // filters keep only what they name.
 func TestSubscriptionDeliversChangesOfItsWorkspace(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, resttest.Settings{})
+		e := newLiveEnv(t, db, apitest.Settings{})
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Live", "key": "LIV"})
 		prj.ExpectStatus(t, http.StatusCreated)
 		other := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Other", "key": "OTH"})
@@ -358,7 +358,7 @@ func waitForSubscriptions(t *testing.T, e *liveEnv, n int) {
 // close the socket with 4403.
 func TestSubscriptionAuthentication(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, resttest.Settings{})
+		e := newLiveEnv(t, db, apitest.Settings{})
 
 		for name, payload := range map[string]map[string]any{
 			"Authorization": {"Authorization": "Bearer " + e.Guest.Key},
@@ -441,7 +441,7 @@ func waitForSubscriptions0(t *testing.T, e *liveEnv, name string) {
 // completing one makes room. Each subscribe counts against the rate limit.
 func TestSubscriptionLimits(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, resttest.Settings{})
+		e := newLiveEnv(t, db, apitest.Settings{})
 		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
 		c.ack()
 		for i := range 20 {
@@ -479,7 +479,7 @@ func TestSubscriptionLimits(t *testing.T) {
 
 func TestSubscribeCountsAgainstTheRateLimit(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, resttest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 3 })
+		e := newLiveEnv(t, db, apitest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 3 })
 		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
 		c.ack()
 		e.Get("/v1/users/me", e.Guest.Key).ExpectStatus(t, http.StatusOK)
@@ -502,7 +502,7 @@ func TestSubscribeCountsAgainstTheRateLimit(t *testing.T) {
 // foreign or malformed after is refused with validation_failed.
 func TestSubscriptionResumesAfterAnEvent(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, resttest.Settings{})
+		e := newLiveEnv(t, db, apitest.Settings{})
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Resume", "key": "RES"})
 		prj.ExpectStatus(t, http.StatusCreated)
 		for i := range 5 {
@@ -551,7 +551,7 @@ func TestSubscriptionResumesAfterAnEvent(t *testing.T) {
 // sent, and it resumes with after from the last one it received.
 func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, resttest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
+		e := newLiveEnv(t, db, apitest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})
 		prj.ExpectStatus(t, http.StatusCreated)
 
@@ -629,7 +629,7 @@ func createTasks(t *testing.T, e *liveEnv, projectID string, n int) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				res := e.Do(resttest.Request{Method: http.MethodPost, Path: "/v1/projects/" + projectID + "/tasks", Key: e.Member.Key,
+				res := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/projects/" + projectID + "/tasks", Key: e.Member.Key,
 					Body: map[string]any{"title": fmt.Sprint("Task ", i)}})
 				if res.Status != http.StatusCreated {
 					errs <- fmt.Sprintf("create %d: %d %s", i, res.Status, res.Body)
@@ -683,7 +683,7 @@ func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
 // or gets an internal error: each is answered with the protocol's close
 // code or an error, and the server goes on serving.
 func TestWebSocketBadInput(t *testing.T) {
-	e := newLiveEnv(t, storetest.SQLite(t), resttest.Settings{})
+	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
 	raw := func(c *wsClient, typ websocket.MessageType, data []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -784,7 +784,7 @@ func dialRaw(t *testing.T, url string) *wsClient {
 // with after set to the last event received gets the rest, exactly.
 func TestSlowSocketSubscriberIsCutOffAndResumes(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, resttest.Settings{Live: app.LiveOptions{MaxBehind: 50}}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
+		e := newLiveEnv(t, db, apitest.Settings{Live: app.LiveOptions{MaxBehind: 50}}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})
 		prj.ExpectStatus(t, http.StatusCreated)
 		e.Get("/v1/events", e.Guest.Key).ExpectStatus(t, http.StatusOK)
@@ -842,7 +842,7 @@ func TestSlowSocketSubscriberIsCutOffAndResumes(t *testing.T) {
 func createTitled(t *testing.T, e *liveEnv, projectID string, n int, title string) {
 	t.Helper()
 	for i := range n {
-		res := e.Do(resttest.Request{Method: http.MethodPost, Path: "/v1/projects/" + projectID + "/tasks", Key: e.Member.Key,
+		res := e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/projects/" + projectID + "/tasks", Key: e.Member.Key,
 			Body: map[string]any{"title": fmt.Sprint(title, i)}})
 		if res.Status != http.StatusCreated {
 			t.Fatalf("create %d: %d %s", i, res.Status, res.Body)

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
 const webhookFields = `id url events active createdAt updatedAt`
 
-func createWebhook(t *testing.T, e *resttest.Env, url string, events ...string) (id, secret string) {
+func createWebhook(t *testing.T, e *apitest.Env, url string, events ...string) (id, secret string) {
 	t.Helper()
 	data := gql(t, e, e.Admin.Key, `mutation($in: CreateWebhookInput!) { createWebhook(input: $in) { secret webhook { `+webhookFields+` } } }`,
 		map[string]any{"in": map[string]any{"url": url, "events": events}}).ok(t)

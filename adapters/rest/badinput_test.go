@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -34,7 +34,7 @@ func illFormedIDs(prefix string) []string {
 // the database's error.
 func TestIllFormedPathIDsAreNotFound(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		routes := []struct {
 			method, path, prefix string
 			body                 any
@@ -57,7 +57,7 @@ func TestIllFormedPathIDsAreNotFound(t *testing.T) {
 		for _, r := range routes {
 			for _, id := range illFormedIDs(r.prefix) {
 				path := fmt.Sprintf(r.path, id)
-				res := e.Do(resttest.Request{Method: r.method, Path: path, Key: e.Admin.Key, Body: r.body})
+				res := e.Do(apitest.Request{Method: r.method, Path: path, Key: e.Admin.Key, Body: r.body})
 				if res.Status != http.StatusNotFound || res.ErrorField("code") != "resource_not_found" {
 					t.Fatalf("%s %s: want 404 resource_not_found, got %d: %s", r.method, path, res.Status, res.Body)
 				}
@@ -71,7 +71,7 @@ func TestIllFormedPathIDsAreNotFound(t *testing.T) {
 // naming the field, like references to nobody.
 func TestIllFormedReferencesAreValidationFailed(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "REF")
 		task := newTask(t, e, prj, map[string]any{"title": "T"}).Str("id")
 		for _, id := range []string{"usr_\x00", "usr_a\x00b", "\x00", "usr_a-b", "usr_é", "usr_" + strings.Repeat("a", 65)} {
@@ -115,7 +115,7 @@ func TestIllFormedReferencesAreValidationFailed(t *testing.T) {
 // characters, and a body that is not UTF-8 is not JSON: both 400.
 func TestTextFieldsRefuseNULAndInvalidUTF8(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "TXT")
 		task := newTask(t, e, prj, map[string]any{"title": "T"}).Str("id")
 		for _, s := range []string{"a\x00b", "\x00", "a\u0007b"} {
@@ -127,9 +127,9 @@ func TestTextFieldsRefuseNULAndInvalidUTF8(t *testing.T) {
 				ExpectError(t, 400, "validation_failed", "name")
 		}
 		for _, body := range []string{"{\"title\":\"a\xffb\"}", "{\"title\":\"\xc3\x28\"}", "{\"ti\xfftle\":\"x\"}"} {
-			e.Do(resttest.Request{Method: http.MethodPost, Path: "/v1/projects/" + prj + "/tasks", Key: e.Member.Key, Body: body}).
+			e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/projects/" + prj + "/tasks", Key: e.Member.Key, Body: body}).
 				ExpectError(t, 400, "invalid_json", "")
-			e.Do(resttest.Request{Method: http.MethodPatch, Path: "/v1/tasks/" + task, Key: e.Member.Key, Body: body}).
+			e.Do(apitest.Request{Method: http.MethodPatch, Path: "/v1/tasks/" + task, Key: e.Member.Key, Body: body}).
 				ExpectError(t, 400, "invalid_json", "")
 		}
 	})
@@ -146,7 +146,7 @@ var outOfRangeTimes = []string{
 // round-trip through create, read, list, update and delete.
 func TestDueAtOutsideStorableYears(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "DUE")
 		task := newTask(t, e, prj, map[string]any{"title": "T"}).Str("id")
 		for _, v := range outOfRangeTimes {
@@ -196,7 +196,7 @@ func TestDueAtOutsideStorableYears(t *testing.T) {
 // never a 500; one cut short by the client leaving is a 499. Sent over a real connection, since only the server's reader
 // sees the framing.
 func TestMalformedChunkedBodyIs400(t *testing.T) {
-	e := resttest.New(t, storetest.SQLite(t))
+	e := apitest.New(t, storetest.SQLite(t))
 	prj := newProject(t, e, "CHK")
 	srv := httptest.NewServer(e.Engine)
 	defer srv.Close()

@@ -2,16 +2,17 @@ package rest_test
 
 import (
 	"fmt"
-	"github.com/worktrack/worktrack/adapters/httpedge"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
+	"github.com/worktrack/worktrack/adapters/httpedge"
+
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -19,7 +20,7 @@ import (
 // end to end through the router on PostgreSQL: key resolution (cached),
 // rate limit (in process), one SQL statement for the project.
 func BenchmarkGetProject(b *testing.B) {
-	e := resttest.New(b, storetest.Postgres(b), resttestHighLimit)
+	e := apitest.New(b, storetest.Postgres(b), apitestHighLimit)
 	res := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Bench", "key": "BENCH"})
 	path := "/v1/projects/" + res.Str("id")
 	req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -39,13 +40,13 @@ func BenchmarkGetProject(b *testing.B) {
 	b.ReportMetric(float64(counter.N())/float64(b.N), "sql/op")
 }
 
-func resttestHighLimit(o *httpedge.Options) { o.RateLimit = 1 << 30 }
+func apitestHighLimit(o *httpedge.Options) { o.RateLimit = 1 << 30 }
 
 // TestGetProjectIssuesOneStatement pins the hot path: once the key is cached
 // an authenticated read of a project is exactly one SQL statement.
 func TestGetProjectIssuesOneStatement(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		path := "/v1/projects/" + e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "One", "key": "ONE"}).Str("id")
 		e.Get(path, e.Member.Key).ExpectStatus(t, 200)
 		counter := storetest.CountStatements(db)
@@ -60,7 +61,7 @@ func TestGetProjectIssuesOneStatement(t *testing.T) {
 
 // seedTasks inserts n tasks into a project in one statement, one
 // millisecond apart, and returns the project id.
-func seedTasks(tb testing.TB, e *resttest.Env, n int) string {
+func seedTasks(tb testing.TB, e *apitest.Env, n int) string {
 	tb.Helper()
 	prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Big", "key": "BIG"}).Str("id")
 	err := e.DB.Gorm().Exec(`
@@ -85,7 +86,7 @@ func seedTasks(tb testing.TB, e *resttest.Env, n int) string {
 // deepCursor is the cursor a client holds after reading the first nth tasks
 // of the unfiltered list. Only the core knows a list's scope, so the cursor
 // is reached the way a client reaches it: page by page, 100 at a time.
-func deepCursor(tb testing.TB, e *resttest.Env, prj string, nth int) string {
+func deepCursor(tb testing.TB, e *apitest.Env, prj string, nth int) string {
 	tb.Helper()
 	cursor := ""
 	for read := 0; read < nth; {
@@ -103,7 +104,7 @@ func deepCursor(tb testing.TB, e *resttest.Env, prj string, nth int) string {
 // BenchmarkListTasks lists 20 tasks of a project holding 100,000, at the
 // first page and 4,000 pages deep: keyset pagination makes both cost the same.
 func BenchmarkListTasks(b *testing.B) {
-	e := resttest.New(b, storetest.Postgres(b), resttestHighLimit)
+	e := apitest.New(b, storetest.Postgres(b), apitestHighLimit)
 	prj := seedTasks(b, e, 100_000)
 	base := "/v1/projects/" + prj + "/tasks?limit=20"
 	for _, tc := range []struct{ name, url string }{
@@ -134,7 +135,7 @@ func BenchmarkListTasks(b *testing.B) {
 // combination of the task list reads an index range in order, with no sort
 // and no scan of rows before the cursor, 4,000 pages deep in 100,000 tasks.
 func TestTaskListPlansAreKeysetRangeScans(t *testing.T) {
-	e := resttest.New(t, storetest.Postgres(t))
+	e := apitest.New(t, storetest.Postgres(t))
 	prj := seedTasks(t, e, 100_000)
 	after := time.Date(2026, 1, 1, 0, 0, 80, 0, time.UTC)
 	for _, tc := range []struct {

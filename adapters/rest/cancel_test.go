@@ -19,11 +19,10 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
-	"github.com/worktrack/worktrack/graph/server"
 )
 
 // slowSQL keeps a connection busy while it counts to n, on either database.
@@ -107,7 +106,7 @@ func logLines(t *testing.T, raw []byte) []logLine {
 // and client.
 func TestClientDisconnectMidQuery(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		prj := newProject(t, e, "CNC")
 		var tasks []string
 		for i := range 5 {
@@ -125,7 +124,6 @@ func TestClientDisconnectMidQuery(t *testing.T) {
 		slow.Store(true)
 		// GraphQL stands on the same edge, and its answers to a client gone
 		// mid-query are held to the same rule.
-		server.Mount(e.Edge, e.App, server.Options{})
 		gqlBody, _ := json.Marshal(map[string]string{"query": fmt.Sprintf(`{ project(id: %q) { key tasks(first: 100) { nodes { id title } } } }`, prj)})
 		requests := []func(ctx context.Context, base string) *http.Request{
 			getRequest("/v1/tasks/" + tasks[0]),

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
@@ -30,7 +30,7 @@ type event struct {
 
 // listAll pages through GET /v1/events with query (cursor pages) and
 // returns every event in order.
-func listAll(t *testing.T, e *resttest.Env, key string, query url.Values) []event {
+func listAll(t *testing.T, e *apitest.Env, key string, query url.Values) []event {
 	t.Helper()
 	var out []event
 	for {
@@ -74,7 +74,7 @@ func types(es []event) []string {
 
 func TestEventLogListsEveryChangeInOrder(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Log", "key": "LOG"})
 		prj.ExpectStatus(t, http.StatusCreated)
 		pid := prj.Str("id")
@@ -127,7 +127,7 @@ func TestEventLogListsEveryChangeInOrder(t *testing.T) {
 
 func TestEventLogErrors(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		pid := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Log", "key": "LOG"}).Str("id")
 		e.Send(http.MethodPost, "/v1/projects/"+pid+"/tasks", e.Member.Key, map[string]any{"title": "One"}).ExpectStatus(t, http.StatusCreated)
 		e.Send(http.MethodPost, "/v1/projects/"+pid+"/tasks", e.Member.Key, map[string]any{"title": "Two"}).ExpectStatus(t, http.StatusCreated)
@@ -162,7 +162,7 @@ func TestEventLogErrors(t *testing.T) {
 // the last event it saw gets exactly the events committed since.
 func TestEventLogResumesWithStartingAfter(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		pid := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Log", "key": "LOG"}).Str("id")
 		seen := listAll(t, e, e.Guest.Key, nil)
 		var created []string
@@ -189,7 +189,7 @@ func TestEventLogResumesWithStartingAfter(t *testing.T) {
 // committed after a later-created one, no repeat.
 func TestEventLogResumeIsExactUnderConcurrentWrites(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		ctx := context.Background()
 		member := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}
 		guest := domain.Actor{UserID: e.Guest.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleGuest}
@@ -272,7 +272,7 @@ func firstDiff(a, b []string) int {
 // resume from.
 func TestEventLogRetention(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		ctx := context.Background()
 		// A receiver that is never reached keeps project.created deliveries pending.
 		e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key, map[string]any{"url": "http://127.0.0.1:1/down", "events": []string{"project.created"}}).

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
 // fuzzEnv is the REST API on a migrated SQLite database in memory, with
 // limits high enough that the rate limiter does not answer for the code
 // under fuzzing.
-func fuzzEnv(f *testing.F) (*resttest.Env, string, string) {
+func fuzzEnv(f *testing.F) (*apitest.Env, string, string) {
 	ctx := context.Background()
 	db, err := store.Open(ctx, "sqlite::memory:")
 	if err != nil {
@@ -26,7 +26,7 @@ func fuzzEnv(f *testing.F) (*resttest.Env, string, string) {
 	if _, err := db.Migrate(ctx); err != nil {
 		f.Fatal(err)
 	}
-	e := resttest.New(f, db, func(o *httpedge.Options) {
+	e := apitest.New(f, db, func(o *httpedge.Options) {
 		o.RateLimit, o.AuthFailureLimit = 1<<30, 1<<30
 	})
 	res := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Fuzz", "key": "FUZ"})
@@ -40,7 +40,7 @@ func fuzzEnv(f *testing.F) (*resttest.Env, string, string) {
 
 // serve sends req through the real router and fails on a 5xx or an answer
 // that is not the contract's JSON.
-func serve(t *testing.T, e *resttest.Env, req *http.Request) int {
+func serve(t *testing.T, e *apitest.Env, req *http.Request) int {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	e.Engine.ServeHTTP(rec, req)

@@ -8,26 +8,26 @@ import (
 	"time"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
 func TestRoutingErrors(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		e.Get("/v1/nothing-here", e.Admin.Key).ExpectError(t, 404, "route_not_found", "")
 		e.Get("/v1/projects/", e.Admin.Key).ExpectError(t, 404, "route_not_found", "")
 		e.Get("/nothing", "").ExpectError(t, 404, "route_not_found", "")
 		// Under the API, anonymous callers are asked for a key first.
 		e.Get("/v1/nothing-here", "").ExpectError(t, 401, "missing_api_key", "")
 
-		res := e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/projects", Key: e.Admin.Key})
+		res := e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/projects", Key: e.Admin.Key})
 		res.ExpectError(t, 405, "method_not_allowed", "")
 		if allow := res.Header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 			t.Fatalf("Allow: %q", allow)
 		}
-		res = e.Do(resttest.Request{Method: http.MethodPut, Path: "/v1/users/me", Key: e.Admin.Key})
+		res = e.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/users/me", Key: e.Admin.Key})
 		res.ExpectError(t, 405, "method_not_allowed", "")
 		if res.Header.Get("Allow") != "GET" {
 			t.Fatalf("Allow: %q", res.Header.Get("Allow"))
@@ -37,7 +37,7 @@ func TestRoutingErrors(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		for _, p := range []string{"/healthz", "/readyz"} {
 			res := e.Get(p, "")
 			res.ExpectStatus(t, 200)
@@ -48,7 +48,7 @@ func TestHealth(t *testing.T) {
 	})
 	t.Run("readyz is 503 while the database does not answer", func(t *testing.T) {
 		db := storetest.SQLite(t)
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestRequestIDsAreUnique(t *testing.T) {
-	e := resttest.New(t, storetest.SQLite(t))
+	e := apitest.New(t, storetest.SQLite(t))
 	seen := map[string]bool{}
 	for i := 0; i < 50; i++ {
 		id := e.Get("/v1/users/me", e.Admin.Key).Header.Get("X-Request-Id")
@@ -86,7 +86,7 @@ func TestRequestIDsAreUnique(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db, func(o *httpedge.Options) { o.RateLimit = 3; o.RateWindow = 10 * time.Second })
+		e := apitest.New(t, db, func(o *httpedge.Options) { o.RateLimit = 3; o.RateWindow = 10 * time.Second })
 		start := e.Clock.Now()
 		for i := 1; i <= 3; i++ {
 			res := e.Get("/v1/users/me", e.Member.Key)
@@ -125,10 +125,10 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestFailedAuthenticationLimit(t *testing.T) {
-	e := resttest.New(t, storetest.SQLite(t))
+	e := apitest.New(t, storetest.SQLite(t))
 	attacker, bystander := "203.0.113.7:5555", "198.51.100.2:4444"
-	get := func(addr, key string) *resttest.Response {
-		return e.Do(resttest.Request{Method: http.MethodGet, Path: "/v1/users/me", Key: key, RemoteAddr: addr})
+	get := func(addr, key string) *apitest.Response {
+		return e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/users/me", Key: key, RemoteAddr: addr})
 	}
 	for i := 0; i < 20; i++ {
 		bad := "wtk_" + strings.Repeat("x", 40)
@@ -147,8 +147,8 @@ func TestFailedAuthenticationLimit(t *testing.T) {
 	if blocked.Header.Get("Retry-After") != "40" {
 		t.Fatalf("Retry-After %q", blocked.Header.Get("Retry-After"))
 	}
-	e.Do(resttest.Request{Method: http.MethodGet, Path: "/healthz", RemoteAddr: attacker}).ExpectStatus(t, 200)
-	e.Do(resttest.Request{Method: http.MethodGet, Path: "/readyz", RemoteAddr: attacker}).ExpectStatus(t, 200)
+	e.Do(apitest.Request{Method: http.MethodGet, Path: "/healthz", RemoteAddr: attacker}).ExpectStatus(t, 200)
+	e.Do(apitest.Request{Method: http.MethodGet, Path: "/readyz", RemoteAddr: attacker}).ExpectStatus(t, 200)
 	get(bystander, e.Admin.Key).ExpectStatus(t, 200)
 	e.Clock.Advance(40 * time.Second)
 	get(attacker, e.Admin.Key).ExpectStatus(t, 200)

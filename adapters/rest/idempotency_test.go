@@ -11,19 +11,19 @@ import (
 	"time"
 
 	"github.com/worktrack/worktrack/adapters/edgeport"
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-func idem(e *resttest.Env, key, idemKey, path, body string) *resttest.Response {
-	return e.Do(resttest.Request{Method: http.MethodPost, Path: path, Key: key, Body: body, Header: map[string]string{"Idempotency-Key": idemKey}})
+func idem(e *apitest.Env, key, idemKey, path, body string) *apitest.Response {
+	return e.Do(apitest.Request{Method: http.MethodPost, Path: path, Key: key, Body: body, Header: map[string]string{"Idempotency-Key": idemKey}})
 }
 
 func TestIdempotencyKeys(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		body := `{"name":"Once","key":"ONCE"}`
 		first := idem(e, e.Member.Key, "k-1", "/v1/projects", body)
 		first.ExpectStatus(t, 201)
@@ -69,7 +69,7 @@ func TestIdempotencyKeys(t *testing.T) {
 // concurrent first requests exactly one runs.
 func TestIdempotencyKeyInUse(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		const n = 8
 		var wg sync.WaitGroup
 		codes := make(chan string, n)

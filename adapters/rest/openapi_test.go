@@ -11,8 +11,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/worktrack/worktrack/adapters/rest"
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
 // documentedRoutes are the "METHOD /path" pairs of the OpenAPI document,
@@ -42,11 +42,14 @@ func documentedRoutes(t *testing.T) []string {
 // The document and the router describe the same routes: a route added to
 // the router without its description, or described but not served, fails.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
-	e := resttest.New(t, storetest.SQLite(t))
+	e := apitest.New(t, storetest.SQLite(t))
 	var served []string
 	for _, r := range e.Engine.Routes() {
 		if strings.HasPrefix(r.Path, "/docs") {
 			continue // the human reference rendered from the document
+		}
+		if r.Path == "/graphql" || strings.HasPrefix(r.Path, "/graphiql/") {
+			continue // GraphQL's, described by schema.graphql
 		}
 		served = append(served, r.Method+" "+r.Path)
 	}
@@ -70,10 +73,10 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 // GET /v1/openapi.json serves the document as JSON, with no key; the
 // validator the tests use accepts it as OpenAPI 3.1.
 func TestOpenAPIDocumentIsServed(t *testing.T) {
-	if _, err := resttest.OpenAPIValidator(); err != nil {
+	if _, err := apitest.OpenAPIValidator(); err != nil {
 		t.Fatal(err)
 	}
-	e := resttest.New(t, storetest.SQLite(t))
+	e := apitest.New(t, storetest.SQLite(t))
 	res := e.Get("/v1/openapi.json", "")
 	if res.Status != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("GET /v1/openapi.json: %d %v", res.Status, res.Header)
@@ -95,7 +98,7 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 // GET /docs renders the document with the Redoc bundle the binary serves:
 // the page names no other host. (The browser test renders it for real.)
 func TestReferencePageServesItsOwnAssets(t *testing.T) {
-	e := resttest.New(t, storetest.SQLite(t))
+	e := apitest.New(t, storetest.SQLite(t))
 	page := e.Get("/docs", "")
 	if page.Status != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET /docs: %d %v", page.Status, page.Header)

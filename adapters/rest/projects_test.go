@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
 func keysOf(m map[string]any) string {
@@ -25,7 +25,7 @@ func keysOf(m map[string]any) string {
 
 func TestCreateProject(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		res := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "  Launch  ", "key": "LAUNCH"})
 		res.ExpectStatus(t, http.StatusCreated)
 		if got := keysOf(res.JSON); got != "created_at,id,key,name,object,task_count,updated_at" {
@@ -53,38 +53,38 @@ func TestCreateProject(t *testing.T) {
 
 func TestCreateProjectErrors(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		ok := map[string]any{"name": "Dup", "key": "DUP"}
 		e.Send(http.MethodPost, "/v1/projects", e.Admin.Key, ok).ExpectStatus(t, http.StatusCreated)
 
 		cases := []struct {
 			name        string
-			req         resttest.Request
+			req         apitest.Request
 			status      int
 			code, param string
 		}{
-			{"no key", resttest.Request{Body: ok}, 401, "missing_api_key", ""},
-			{"guest", resttest.Request{Key: e.Guest.Key, Body: map[string]any{"name": "G", "key": "GG"}}, 403, "permission_denied", ""},
-			{"not json", resttest.Request{Key: e.Member.Key, Body: "{name:"}, 400, "invalid_json", ""},
-			{"empty body", resttest.Request{Key: e.Member.Key, Body: ""}, 400, "invalid_json", ""},
-			{"null body", resttest.Request{Key: e.Member.Key, Body: "null"}, 400, "invalid_json", ""},
-			{"array body", resttest.Request{Key: e.Member.Key, Body: `[{"name":"a","key":"AB"}]`}, 400, "invalid_json", ""},
-			{"two objects", resttest.Request{Key: e.Member.Key, Body: `{"name":"a","key":"AB"}{}`}, 400, "invalid_json", ""},
-			{"form body", resttest.Request{Key: e.Member.Key, Body: "name=a&key=AB", ContentType: "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", ""},
-			{"too large", resttest.Request{Key: e.Member.Key, Body: `{"name":"` + strings.Repeat("a", 1<<20) + `","key":"BIG"}`}, 413, "request_too_large", ""},
-			{"unknown field", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "AB", "color": "red"}}, 400, "validation_failed", "color"},
-			{"missing name", resttest.Request{Key: e.Member.Key, Body: map[string]any{"key": "AB"}}, 400, "validation_failed", "name"},
-			{"missing key", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a"}}, 400, "validation_failed", "key"},
-			{"name null", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": nil, "key": "AB"}}, 400, "validation_failed", "name"},
-			{"name number", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": 5, "key": "AB"}}, 400, "validation_failed", "name"},
-			{"name blank", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "   ", "key": "AB"}}, 400, "validation_failed", "name"},
-			{"name too long", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": strings.Repeat("é", 201), "key": "AB"}}, 400, "validation_failed", "name"},
-			{"name control char", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a\u0007b", "key": "AB"}}, 400, "validation_failed", "name"},
-			{"key lowercase", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "ab"}}, 400, "validation_failed", "key"},
-			{"key one char", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "A"}}, 400, "validation_failed", "key"},
-			{"key too long", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "ABCDEFGHIJK"}}, 400, "validation_failed", "key"},
-			{"key digit first", resttest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "1AB"}}, 400, "validation_failed", "key"},
-			{"duplicate key", resttest.Request{Key: e.Member.Key, Body: ok}, 409, "resource_already_exists", "key"},
+			{"no key", apitest.Request{Body: ok}, 401, "missing_api_key", ""},
+			{"guest", apitest.Request{Key: e.Guest.Key, Body: map[string]any{"name": "G", "key": "GG"}}, 403, "permission_denied", ""},
+			{"not json", apitest.Request{Key: e.Member.Key, Body: "{name:"}, 400, "invalid_json", ""},
+			{"empty body", apitest.Request{Key: e.Member.Key, Body: ""}, 400, "invalid_json", ""},
+			{"null body", apitest.Request{Key: e.Member.Key, Body: "null"}, 400, "invalid_json", ""},
+			{"array body", apitest.Request{Key: e.Member.Key, Body: `[{"name":"a","key":"AB"}]`}, 400, "invalid_json", ""},
+			{"two objects", apitest.Request{Key: e.Member.Key, Body: `{"name":"a","key":"AB"}{}`}, 400, "invalid_json", ""},
+			{"form body", apitest.Request{Key: e.Member.Key, Body: "name=a&key=AB", ContentType: "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", ""},
+			{"too large", apitest.Request{Key: e.Member.Key, Body: `{"name":"` + strings.Repeat("a", 1<<20) + `","key":"BIG"}`}, 413, "request_too_large", ""},
+			{"unknown field", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "AB", "color": "red"}}, 400, "validation_failed", "color"},
+			{"missing name", apitest.Request{Key: e.Member.Key, Body: map[string]any{"key": "AB"}}, 400, "validation_failed", "name"},
+			{"missing key", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a"}}, 400, "validation_failed", "key"},
+			{"name null", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": nil, "key": "AB"}}, 400, "validation_failed", "name"},
+			{"name number", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": 5, "key": "AB"}}, 400, "validation_failed", "name"},
+			{"name blank", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "   ", "key": "AB"}}, 400, "validation_failed", "name"},
+			{"name too long", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": strings.Repeat("é", 201), "key": "AB"}}, 400, "validation_failed", "name"},
+			{"name control char", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a\u0007b", "key": "AB"}}, 400, "validation_failed", "name"},
+			{"key lowercase", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "ab"}}, 400, "validation_failed", "key"},
+			{"key one char", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "A"}}, 400, "validation_failed", "key"},
+			{"key too long", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "ABCDEFGHIJK"}}, 400, "validation_failed", "key"},
+			{"key digit first", apitest.Request{Key: e.Member.Key, Body: map[string]any{"name": "a", "key": "1AB"}}, 400, "validation_failed", "key"},
+			{"duplicate key", apitest.Request{Key: e.Member.Key, Body: ok}, 409, "resource_already_exists", "key"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -103,17 +103,17 @@ func TestCreateProjectErrors(t *testing.T) {
 		// Keys are unique per workspace only.
 		e.Send(http.MethodPost, "/v1/projects", e.Other.Key, ok).ExpectStatus(t, http.StatusCreated)
 		// A charset parameter on the media type is fine.
-		e.Do(resttest.Request{Method: http.MethodPost, Path: "/v1/projects", Key: e.Member.Key,
+		e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/projects", Key: e.Member.Key,
 			Body: map[string]any{"name": "cs", "key": "CS"}, ContentType: "application/json; charset=utf-8"}).ExpectStatus(t, 201)
 	})
 }
 
 func TestGetProject(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		p := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "P", "key": "PP"})
 		id := p.Str("id")
-		for _, who := range []resttest.Member{e.Admin, e.Member, e.Guest} {
+		for _, who := range []apitest.Member{e.Admin, e.Member, e.Guest} {
 			e.Get("/v1/projects/"+id, who.Key).ExpectStatus(t, http.StatusOK)
 		}
 		e.Get("/v1/projects/"+id, "").ExpectError(t, 401, "missing_api_key", "")
@@ -131,7 +131,7 @@ func TestGetProject(t *testing.T) {
 
 func TestUpdateProject(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		p := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Old", "key": "UPD"})
 		path := "/v1/projects/" + p.Str("id")
 
@@ -162,7 +162,7 @@ func TestUpdateProject(t *testing.T) {
 		e.Send(http.MethodPatch, path, e.Member.Key, map[string]any{"key": "NEW"}).ExpectError(t, 400, "validation_failed", "key")
 		e.Send(http.MethodPatch, path, e.Member.Key, map[string]any{"task_count": 3}).ExpectError(t, 400, "validation_failed", "task_count")
 		e.Send(http.MethodPatch, path, e.Member.Key, "[]").ExpectError(t, 400, "invalid_json", "")
-		e.Do(resttest.Request{Method: http.MethodPatch, Path: path, Key: e.Member.Key, Body: "name=x", ContentType: "text/plain"}).ExpectError(t, 415, "unsupported_media_type", "")
+		e.Do(apitest.Request{Method: http.MethodPatch, Path: path, Key: e.Member.Key, Body: "name=x", ContentType: "text/plain"}).ExpectError(t, 415, "unsupported_media_type", "")
 		e.Send(http.MethodPatch, path, e.Other.Key, map[string]any{"name": "Mine"}).ExpectError(t, 404, "resource_not_found", "")
 		e.Send(http.MethodPatch, "/v1/projects/prj_nope000000000000000000", e.Member.Key, map[string]any{"name": "x"}).ExpectError(t, 404, "resource_not_found", "")
 
@@ -174,7 +174,7 @@ func TestUpdateProject(t *testing.T) {
 }
 
 // pageThrough follows next_cursor to the end and returns the ids of each page.
-func pageThrough(t *testing.T, e *resttest.Env, path, key string) [][]string {
+func pageThrough(t *testing.T, e *apitest.Env, path, key string) [][]string {
 	t.Helper()
 	var pages [][]string
 	url := path
@@ -215,7 +215,7 @@ func pageThrough(t *testing.T, e *resttest.Env, path, key string) [][]string {
 
 func TestListProjectsPagination(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		var want []string
 		for i := 0; i < 45; i++ {
 			// Every third project shares its creation instant with the one
@@ -284,7 +284,7 @@ func TestListProjectsPagination(t *testing.T) {
 
 func TestConcurrentDuplicateProjectKey(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		statuses := make([]int, 2)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -310,7 +310,7 @@ func TestConcurrentDuplicateProjectKey(t *testing.T) {
 }
 
 func TestConcurrentWritersSQLite(t *testing.T) {
-	e := resttest.New(t, storetest.SQLite(t))
+	e := apitest.New(t, storetest.SQLite(t))
 	const writers = 20
 	statuses := make(chan string, writers*3)
 	var wg sync.WaitGroup

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/webhook"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -103,7 +103,7 @@ func testPolicy(window time.Duration) domain.RetryPolicy {
 // startDispatcher runs the real dispatcher over the env's app, with a real
 // sender that may reach loopback receivers, until the test ends. The env's
 // clock starts ticking with the wall clock so that retries fall due.
-func startDispatcher(t testing.TB, e *resttest.Env, a *app.App, o app.DispatcherOptions) {
+func startDispatcher(t testing.TB, e *apitest.Env, a *app.App, o app.DispatcherOptions) {
 	t.Helper()
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
@@ -113,7 +113,7 @@ func startDispatcher(t testing.TB, e *resttest.Env, a *app.App, o app.Dispatcher
 
 // startDispatcherWith is startDispatcher with a given watcher (the database
 // handle of the dispatcher's process) and sender.
-func startDispatcherWith(t testing.TB, e *resttest.Env, a *app.App, watcher ports.DeliveryWatcher, sender ports.WebhookSender, o app.DispatcherOptions) {
+func startDispatcherWith(t testing.TB, e *apitest.Env, a *app.App, watcher ports.DeliveryWatcher, sender ports.WebhookSender, o app.DispatcherOptions) {
 	t.Helper()
 	e.Clock.Run()
 	if o.Logger == nil {
@@ -133,7 +133,7 @@ func startDispatcherWith(t testing.TB, e *resttest.Env, a *app.App, watcher port
 }
 
 // deliveries lists a webhook's deliveries through the API.
-func deliveries(t testing.TB, e *resttest.Env, webhookID, query string) []map[string]any {
+func deliveries(t testing.TB, e *apitest.Env, webhookID, query string) []map[string]any {
 	t.Helper()
 	res := e.Get("/v1/webhooks/"+webhookID+"/deliveries?limit=100"+query, e.Admin.Key)
 	res.ExpectStatus(t, http.StatusOK)
@@ -146,7 +146,7 @@ func deliveries(t testing.TB, e *resttest.Env, webhookID, query string) []map[st
 
 // waitDeliveries polls a webhook's deliveries until done says so (10s at
 // most) and returns the last list.
-func waitDeliveries(t testing.TB, e *resttest.Env, webhookID string, done func([]map[string]any) bool) []map[string]any {
+func waitDeliveries(t testing.TB, e *apitest.Env, webhookID string, done func([]map[string]any) bool) []map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

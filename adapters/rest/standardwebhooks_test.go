@@ -14,10 +14,10 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/adapters/webhook"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -105,7 +105,7 @@ func tampered(r received) received {
 // replay whose timestamp is more than five minutes old are refused by both.
 func TestStandardWebhooksVerifyRealDeliveries(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rc := newReceiver(t, nil)
 		w := newWebhook(t, e, rc.URL(), "task.created")
@@ -202,7 +202,7 @@ func equalBools(a, b []bool) bool {
 // the new secret throughout.
 func TestStandardWebhooksRotationGrace(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rc := newReceiver(t, nil)
 		w := newWebhook(t, e, rc.URL(), "task.created")

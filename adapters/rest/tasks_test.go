@@ -8,26 +8,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 )
 
-func newProject(t *testing.T, e *resttest.Env, key string) string {
+func newProject(t *testing.T, e *apitest.Env, key string) string {
 	t.Helper()
 	res := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Project " + key, "key": key})
 	res.ExpectStatus(t, http.StatusCreated)
 	return res.Str("id")
 }
 
-func newTask(t *testing.T, e *resttest.Env, projectID string, body map[string]any) *resttest.Response {
+func newTask(t *testing.T, e *apitest.Env, projectID string, body map[string]any) *apitest.Response {
 	t.Helper()
 	res := e.Send(http.MethodPost, "/v1/projects/"+projectID+"/tasks", e.Member.Key, body)
 	res.ExpectStatus(t, http.StatusCreated)
 	return res
 }
 
-func taskCount(t *testing.T, e *resttest.Env, projectID string) int {
+func taskCount(t *testing.T, e *apitest.Env, projectID string) int {
 	t.Helper()
 	res := e.Get("/v1/projects/"+projectID, e.Guest.Key)
 	res.ExpectStatus(t, 200)
@@ -36,7 +36,7 @@ func taskCount(t *testing.T, e *resttest.Env, projectID string) int {
 
 func TestCreateAndGetTask(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "TSK")
 		before := e.Get("/v1/projects/"+prj, e.Guest.Key)
 
@@ -75,7 +75,7 @@ func TestCreateAndGetTask(t *testing.T) {
 
 func TestCreateTaskErrors(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "ERR")
 		foreignPrj := e.Send(http.MethodPost, "/v1/projects", e.Other.Key, map[string]any{"name": "F", "key": "FOR"}).Str("id")
 		path := "/v1/projects/" + prj + "/tasks"
@@ -112,7 +112,7 @@ func TestCreateTaskErrors(t *testing.T) {
 				e.Send(http.MethodPost, tc.path, tc.key, tc.body).ExpectError(t, tc.status, tc.code, tc.param)
 			})
 		}
-		e.Do(resttest.Request{Method: http.MethodPost, Path: path, Key: e.Member.Key, Body: "title=x", ContentType: "text/plain"}).ExpectError(t, 415, "unsupported_media_type", "")
+		e.Do(apitest.Request{Method: http.MethodPost, Path: path, Key: e.Member.Key, Body: "title=x", ContentType: "text/plain"}).ExpectError(t, 415, "unsupported_media_type", "")
 		// Nothing was half-written.
 		if taskCount(t, e, prj) != 0 {
 			t.Fatal("a refused create wrote a task")
@@ -133,7 +133,7 @@ func TestStatusTransitionTable(t *testing.T) {
 	}
 	statuses := []string{"open", "in_progress", "done", "archived"}
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "SM")
 		for _, from := range statuses {
 			for _, to := range statuses {
@@ -171,7 +171,7 @@ func TestStatusTransitionTable(t *testing.T) {
 
 func TestArchivedTask(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "ARC")
 		task := newTask(t, e, prj, map[string]any{"title": "Old"})
 		path := "/v1/tasks/" + task.Str("id")
@@ -207,7 +207,7 @@ func TestArchivedTask(t *testing.T) {
 
 func TestTaskMergePatch(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "MP")
 		task := newTask(t, e, prj, map[string]any{"title": "T", "assignee_id": e.Member.User.ID, "due_at": "2026-06-01T12:00:00Z"})
 		path := "/v1/tasks/" + task.Str("id")
@@ -258,7 +258,7 @@ func TestTaskMergePatch(t *testing.T) {
 
 func TestDeleteTask(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "DEL")
 		var ids []string
 		for i := 0; i < 3; i++ {
@@ -268,20 +268,20 @@ func TestDeleteTask(t *testing.T) {
 		if taskCount(t, e, prj) != 3 {
 			t.Fatal("archived tasks count")
 		}
-		e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Guest.Key}).ExpectError(t, 403, "permission_denied", "")
-		e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Other.Key}).ExpectError(t, 404, "resource_not_found", "")
-		res := e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Member.Key})
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Guest.Key}).ExpectError(t, 403, "permission_denied", "")
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Other.Key}).ExpectError(t, 404, "resource_not_found", "")
+		res := e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Member.Key})
 		res.ExpectStatus(t, http.StatusNoContent)
 		if len(res.Body) != 0 {
 			t.Fatalf("204 with a body: %s", res.Body)
 		}
 		e.Get("/v1/tasks/"+ids[0], e.Guest.Key).ExpectError(t, 404, "resource_not_found", "")
-		e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Member.Key}).ExpectError(t, 404, "resource_not_found", "")
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[0], Key: e.Member.Key}).ExpectError(t, 404, "resource_not_found", "")
 		if taskCount(t, e, prj) != 2 {
 			t.Fatalf("task_count after delete: %d", taskCount(t, e, prj))
 		}
 		// Deleting an archived task is allowed.
-		e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[2], Key: e.Admin.Key}).ExpectStatus(t, 204)
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + ids[2], Key: e.Admin.Key}).ExpectStatus(t, 204)
 		if taskCount(t, e, prj) != 1 {
 			t.Fatalf("task_count: %d", taskCount(t, e, prj))
 		}
@@ -290,7 +290,7 @@ func TestDeleteTask(t *testing.T) {
 
 func TestTaskTenancyAndReads(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "TEN")
 		id := newTask(t, e, prj, map[string]any{"title": "secret"}).Str("id")
 		e.Get("/v1/tasks/"+id, e.Other.Key).ExpectError(t, 404, "resource_not_found", "")
@@ -315,7 +315,7 @@ func TestTaskTenancyAndReads(t *testing.T) {
 // another deleted between pages.
 func TestTaskListFiltersWithPagination(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		prj := newProject(t, e, "PAG")
 		var matching []string
 		for i := 0; len(matching) < 45; i++ {
@@ -357,7 +357,7 @@ func TestTaskListFiltersWithPagination(t *testing.T) {
 				e.Clock.Advance(time.Second)
 				newTask(t, e, prj, map[string]any{"title": "late", "status": "in_progress", "assignee_id": e.Guest.User.ID})
 				deleted = matching[30]
-				e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + deleted, Key: e.Member.Key}).ExpectStatus(t, 204)
+				e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + deleted, Key: e.Member.Key}).ExpectStatus(t, 204)
 			}
 			if pg["has_more"] == false {
 				if pg["next_cursor"] != nil {
@@ -392,7 +392,7 @@ func TestTaskListFiltersWithPagination(t *testing.T) {
 // 50 concurrent creates and 25 concurrent deletes leave task_count equal to
 // the number of rows.
 func TestTaskCountUnderConcurrency(t *testing.T) {
-	e := resttest.New(t, storetest.Postgres(t))
+	e := apitest.New(t, storetest.Postgres(t))
 	prj := newProject(t, e, "CONC")
 	var pre []string
 	for i := 0; i < 25; i++ {
@@ -416,7 +416,7 @@ func TestTaskCountUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			if res := e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + id, Key: e.Member.Key}); res.Status != 204 {
+			if res := e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + id, Key: e.Member.Key}); res.Status != 204 {
 				failures <- string(res.Body)
 			}
 		}()

@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
 func TestMe(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
-		for _, m := range []resttest.Member{e.Admin, e.Member, e.Guest, e.Other} {
+		e := apitest.New(t, db)
+		for _, m := range []apitest.Member{e.Admin, e.Member, e.Guest, e.Other} {
 			res := e.Get("/v1/users/me", m.Key)
 			res.ExpectStatus(t, http.StatusOK)
 			if got := keysOf(res.JSON); got != "created_at,email,id,name,object,role" {
@@ -40,9 +40,9 @@ func TestMe(t *testing.T) {
 
 func TestAuthentication(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
-		do := func(auth string) *resttest.Response {
-			return e.Do(resttest.Request{Method: http.MethodGet, Path: "/v1/users/me", Header: map[string]string{"Authorization": auth}})
+		e := apitest.New(t, db)
+		do := func(auth string) *apitest.Response {
+			return e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/users/me", Header: map[string]string{"Authorization": auth}})
 		}
 		e.Get("/v1/users/me", "").ExpectError(t, 401, "missing_api_key", "")
 		do("Bearer ").ExpectError(t, 401, "missing_api_key", "")
@@ -64,7 +64,7 @@ func TestAuthentication(t *testing.T) {
 
 func TestExpiredAndRevokedKeys(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		ctx := context.Background()
 		_, secret, err := e.App.Admin.CreateKey(ctx, e.Member.User.ID, "short", time.Hour)
 		if err != nil {
@@ -89,7 +89,7 @@ func TestExpiredAndRevokedKeys(t *testing.T) {
 // database) takes effect within the cache TTL, well inside 10 seconds.
 func TestRevocationReachesOtherProcessesWithin10s(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		e.Get("/v1/users/me", e.Member.Key).ExpectStatus(t, 200)
 
 		other := appOver(db, e.Clock)
@@ -107,7 +107,7 @@ func TestRevocationReachesOtherProcessesWithin10s(t *testing.T) {
 
 func TestLastUsedAtWrittenAtMostOncePerMinute(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		lastUsed := func() *time.Time {
 			keys, err := e.App.Admin.ListKeys(context.Background(), e.Member.User.ID)
 			if err != nil {
@@ -146,7 +146,7 @@ func TestLastUsedAtWrittenAtMostOncePerMinute(t *testing.T) {
 
 func TestListUsers(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		res := e.Get("/v1/users", e.Guest.Key)
 		res.ExpectStatus(t, 200)
 		var emails []string

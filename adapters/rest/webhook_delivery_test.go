@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/adapters/webhook"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 )
 
@@ -60,14 +60,14 @@ func compactJSON(t *testing.T, raw []byte) string {
 // unsubscribed types, inactive webhooks and no-op updates get nothing.
 func TestWebhookEventsReachSubscribers(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		all, created, off := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
 		wAll := newWebhook(t, e, all.URL(), allEvents...)
 		wCreated := newWebhook(t, e, created.URL(), "task.created")
 		wOff := newWebhook(t, e, off.URL(), allEvents...)
 		e.Send(http.MethodPatch, "/v1/webhooks/"+wOff.Str("id"), e.Admin.Key, map[string]any{"active": false}).ExpectStatus(t, 200)
-		newWebhook(t, resttestEnvOther(e), all.URL(), allEvents...) // another workspace's: sees none of these
+		newWebhook(t, otherWorkspaceEnv(e), all.URL(), allEvents...) // another workspace's: sees none of these
 
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Apollo", "key": "APO"})
 		prj.ExpectStatus(t, 201)
@@ -81,7 +81,7 @@ func TestWebhookEventsReachSubscribers(t *testing.T) {
 		tskUpd := e.Send(http.MethodPatch, "/v1/tasks/"+tskID, e.Member.Key, map[string]any{"title": "Land", "due_at": "2026-07-20T20:17:40Z", "status": "open"})
 		tskUpd.ExpectStatus(t, 200)
 		beforeDelete := e.Get("/v1/tasks/"+tskID, e.Guest.Key)
-		e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + tskID, Key: e.Member.Key}).ExpectStatus(t, 204)
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/tasks/" + tskID, Key: e.Member.Key}).ExpectStatus(t, 204)
 
 		got := all.WaitFor(5)
 		ds := waitDeliveries(t, e, wAll.Str("id"), allStatus(5, "succeeded"))
@@ -154,8 +154,8 @@ func TestWebhookEventsReachSubscribers(t *testing.T) {
 	})
 }
 
-// resttestEnvOther is a view of e whose admin is the other workspace's.
-func resttestEnvOther(e *resttest.Env) *resttest.Env {
+// otherWorkspaceEnv is a view of e whose admin is the other workspace's.
+func otherWorkspaceEnv(e *apitest.Env) *apitest.Env {
 	o := *e
 	o.Admin = e.Other
 	return &o
@@ -165,7 +165,7 @@ func resttestEnvOther(e *resttest.Env) *resttest.Env {
 // same body bytes and event id, spaced by the backoff.
 func TestWebhookRetriesUntilSuccess(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rc := newReceiver(t, func(n int, _ *http.Request, _ http.ResponseWriter) int {
 			if n <= 2 {
@@ -202,7 +202,7 @@ func TestWebhookRetriesUntilSuccess(t *testing.T) {
 // Timeouts, redirects, 4xx and 5xx are failures, and retried.
 func TestWebhookFailuresAreRetried(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(10 * time.Second), Timeout: 300 * time.Millisecond})
 		redirectTarget := newReceiver(t, nil)
 		kinds := map[string]func(http.ResponseWriter, *http.Request) int{
@@ -255,7 +255,7 @@ func TestWebhookFailuresAreRetried(t *testing.T) {
 // closes, and no attempt starts after it.
 func TestWebhookFailsWhenTheWindowCloses(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		const window = 600 * time.Millisecond
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(window)})
 		rc := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int { return http.StatusServiceUnavailable })
@@ -284,7 +284,7 @@ func TestWebhookFailsWhenTheWindowCloses(t *testing.T) {
 // rotate_secret changes the key that signs the next attempt.
 func TestWebhookRotateSecretSignsTheNextAttempt(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rotated := make(chan struct{})
 		rc := newReceiver(t, func(n int, _ *http.Request, _ http.ResponseWriter) int {
@@ -311,7 +311,7 @@ func TestWebhookRotateSecretSignsTheNextAttempt(t *testing.T) {
 // attempt number continuing.
 func TestWebhookRedeliver(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(300 * time.Millisecond)})
 		var mu sync.Mutex
 		healthy := false
@@ -357,7 +357,7 @@ func TestWebhookRedeliver(t *testing.T) {
 // pending deliveries; later changes owe it nothing.
 func TestWebhookGoneDeactivates(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		// One attempt per webhook at a time: the second delivery waits
 		// while the first is in flight.
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PerWebhook: 1})
@@ -394,7 +394,7 @@ func TestWebhookGoneDeactivates(t *testing.T) {
 // falls after the window fails the delivery.
 func TestWebhookRetryAfter(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(4 * time.Second)})
 		rc := newReceiver(t, func(n int, _ *http.Request, w http.ResponseWriter) int {
 			if n == 1 {

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
+	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
+
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/adapters/webhook"
 	"github.com/worktrack/worktrack/adapters/wire"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -20,7 +22,7 @@ import (
 // effectively off, the first attempt still comes at once.
 func TestWebhookDispatcherIsWokenByTheCommit(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
 		rc := newReceiver(t, nil)
 		newWebhook(t, e, rc.URL(), "project.created")
@@ -39,7 +41,7 @@ func TestWebhookDispatcherIsWokenByTheCommit(t *testing.T) {
 func TestWebhookPostgresNotifyWakesOtherProcesses(t *testing.T) {
 	url := storetest.PostgresURL(t)
 	api, other := openPostgres(t, url), openPostgres(t, url)
-	e := resttest.NewWith(t, api, resttest.Settings{AllowPrivateWebhooks: true})
+	e := apitest.NewWith(t, api, apitest.Settings{AllowPrivateWebhooks: true})
 	remote := appOver(other, e.Clock)
 	startDispatcherWith(t, e, remote, other, webhook.NewSender(webhook.SenderOptions{Timeout: time.Second, AllowPrivate: true}),
 		app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
@@ -67,11 +69,7 @@ func openPostgres(t testing.TB, url string) *store.DB {
 // appOver is the core as another serve process would wire it over db,
 // sharing the test's clock.
 func appOver(db *store.DB, clock ports.Clock) *app.App {
-	return app.New(app.Deps{
-		Tx: db, Clock: clock, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
-		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
-		Addresses: webhook.AddressChecker{AllowPrivate: true}, EventWatch: db,
-	}, app.Options{})
+	return wiring.App(db, wiring.Core{Clock: clock, AllowPrivateWebhooks: true})
 }
 
 // failAfter is a Transactor whose transactions fail after fn has done all
@@ -92,7 +90,7 @@ func (f failAfter) InTx(ctx context.Context, fn func(ctx context.Context) error)
 // A change whose transaction rolls back leaves no event and no delivery.
 func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		rc := newReceiver(t, nil)
 		newWebhook(t, e, rc.URL(), allEvents...)
 		prj := newProject(t, e, "RBK")

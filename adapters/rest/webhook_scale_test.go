@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/adapters/webhook"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -35,7 +35,7 @@ func (c *countingSender) Send(ctx context.Context, a ports.WebhookAttempt) domai
 
 // createTasks makes n tasks through the API from a few goroutines and
 // returns when all are committed.
-func createTasks(tb testing.TB, e *resttest.Env, prj string, n, workers int) {
+func createTasks(tb testing.TB, e *apitest.Env, prj string, n, workers int) {
 	tb.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan string, n)
@@ -65,7 +65,7 @@ func createTasks(tb testing.TB, e *resttest.Env, prj string, n, workers int) {
 func TestWebhookTwoDispatchersOnePostgres(t *testing.T) {
 	url := storetest.PostgresURL(t)
 	dbA, dbB := openPostgres(t, url), openPostgres(t, url)
-	e := resttest.NewWith(t, dbA, resttest.Settings{AllowPrivateWebhooks: true}, resttestHighLimit)
+	e := apitest.NewWith(t, dbA, apitest.Settings{AllowPrivateWebhooks: true}, apitestHighLimit)
 	const n = 500
 	var (
 		mu         sync.Mutex
@@ -135,7 +135,7 @@ func TestWebhookTwoDispatchersOnePostgres(t *testing.T) {
 // timestamp (taken inside its transaction, just before the commit) to its
 // receipt, p50 and p99.
 func BenchmarkWebhookDelivery(b *testing.B) {
-	e := resttest.NewWith(b, storetest.Postgres(b), resttest.Settings{AllowPrivateWebhooks: true}, resttestHighLimit)
+	e := apitest.NewWith(b, storetest.Postgres(b), apitest.Settings{AllowPrivateWebhooks: true}, apitestHighLimit)
 	rc := newReceiver(b, nil)
 	startDispatcher(b, e, e.App, app.DispatcherOptions{
 		Policy: domain.RetryPolicy{Base: 10 * time.Second, Max: 2 * time.Hour, Window: 24 * time.Hour, Jitter: domain.EqualJitter},
@@ -188,7 +188,7 @@ func mean(xs []float64) float64 {
 // once, behind a backlog of the dead one's.
 func TestWebhookSlowReceiverKeepsToItsShare(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		var slowInFlight, slowMax, slowDone atomic.Int64
 		release := make(chan struct{})
 		slow := newReceiver(t, func(_ int, r *http.Request, _ http.ResponseWriter) int {
@@ -235,7 +235,7 @@ func TestWebhookSlowReceiverKeepsToItsShare(t *testing.T) {
 // finish and records it before Run returns.
 func TestWebhookDispatcherShutdown(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.NewWith(t, db, resttest.Settings{AllowPrivateWebhooks: true})
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		e.Clock.Run()
 		rc := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int {
 			time.Sleep(300 * time.Millisecond)
@@ -275,7 +275,7 @@ func TestWebhookDispatcherShutdown(t *testing.T) {
 // reports how fast it drains the backlog to one local receiver on
 // PostgreSQL.
 func BenchmarkWebhookBacklogDrain(b *testing.B) {
-	e := resttest.NewWith(b, storetest.Postgres(b), resttest.Settings{AllowPrivateWebhooks: true}, resttestHighLimit)
+	e := apitest.NewWith(b, storetest.Postgres(b), apitest.Settings{AllowPrivateWebhooks: true}, apitestHighLimit)
 	e.Clock.Run()
 	rc := newReceiver(b, nil)
 	newWebhook(b, e, rc.URL(), "task.created")

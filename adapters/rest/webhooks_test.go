@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/rest/resttest"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
 var webhookSecretRe = regexp.MustCompile(`^whsec_[0-9A-Za-z]{32,}$`)
 
-func newWebhook(t testing.TB, e *resttest.Env, url string, events ...string) *resttest.Response {
+func newWebhook(t testing.TB, e *apitest.Env, url string, events ...string) *apitest.Response {
 	t.Helper()
 	res := e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key, map[string]any{"url": url, "events": events})
 	res.ExpectStatus(t, http.StatusCreated)
@@ -24,7 +24,7 @@ func newWebhook(t testing.TB, e *resttest.Env, url string, events ...string) *re
 
 func TestWebhookCRUD(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		res := newWebhook(t, e, "https://93.184.215.14/hooks?x=1", "task.created", "task.updated", "task.created")
 		if got := keysOf(res.JSON); got != "active,created_at,events,id,object,secret,updated_at,url" {
 			t.Fatalf("fields: %s", got)
@@ -85,18 +85,18 @@ func TestWebhookCRUD(t *testing.T) {
 		if len(dl.JSON["data"].([]any)) != 0 || dl.JSON["pagination"].(map[string]any)["next_cursor"] != nil {
 			t.Fatalf("deliveries: %s", dl.Body)
 		}
-		del := e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/webhooks/" + id, Key: e.Admin.Key})
+		del := e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/webhooks/" + id, Key: e.Admin.Key})
 		if del.Status != 204 || len(del.Body) != 0 {
 			t.Fatalf("delete: %d %s", del.Status, del.Body)
 		}
 		e.Get("/v1/webhooks/"+id, e.Admin.Key).ExpectError(t, 404, "resource_not_found", "")
-		e.Do(resttest.Request{Method: http.MethodDelete, Path: "/v1/webhooks/" + id, Key: e.Admin.Key}).ExpectError(t, 404, "resource_not_found", "")
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/webhooks/" + id, Key: e.Admin.Key}).ExpectError(t, 404, "resource_not_found", "")
 	})
 }
 
 func TestWebhookListPages(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		var want []string
 		for range 5 {
 			e.Clock.Advance(time.Millisecond)
@@ -120,7 +120,7 @@ func TestWebhookListPages(t *testing.T) {
 // workspace's webhook is not found.
 func TestWebhookRolesAndTenancy(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		id := newWebhook(t, e, "https://93.184.215.14/h", "task.created").Str("id")
 		const whd = "whd_nope000000000000000000"
 		routes := []struct {
@@ -137,9 +137,9 @@ func TestWebhookRolesAndTenancy(t *testing.T) {
 			{http.MethodPost, "/v1/webhooks/" + id + "/deliveries/" + whd + "/redeliver", nil},
 		}
 		for _, r := range routes {
-			for _, m := range []resttest.Member{e.Guest, e.Member} {
+			for _, m := range []apitest.Member{e.Guest, e.Member} {
 				t.Run(r.method+" "+r.path+" as "+string(m.User.Role), func(t *testing.T) {
-					e.Do(resttest.Request{Method: r.method, Path: r.path, Key: m.Key, Body: r.body}).ExpectError(t, 403, "permission_denied", "")
+					e.Do(apitest.Request{Method: r.method, Path: r.path, Key: m.Key, Body: r.body}).ExpectError(t, 403, "permission_denied", "")
 				})
 			}
 		}
@@ -150,7 +150,7 @@ func TestWebhookRolesAndTenancy(t *testing.T) {
 		}
 		for _, r := range routes[2:] {
 			t.Run(r.method+" "+r.path+" from another workspace", func(t *testing.T) {
-				e.Do(resttest.Request{Method: r.method, Path: r.path, Key: e.Other.Key, Body: r.body}).ExpectError(t, 404, "resource_not_found", "")
+				e.Do(apitest.Request{Method: r.method, Path: r.path, Key: e.Other.Key, Body: r.body}).ExpectError(t, 404, "resource_not_found", "")
 			})
 		}
 		// Ids of the wrong kind, or absent, are not found.
@@ -167,7 +167,7 @@ func TestWebhookRolesAndTenancy(t *testing.T) {
 
 func TestWebhookValidation(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db) // private addresses are refused, as by default
+		e := apitest.New(t, db) // private addresses are refused, as by default
 		ok := []string{"task.created"}
 		cases := []struct {
 			name   string
@@ -237,7 +237,7 @@ func TestWebhookValidation(t *testing.T) {
 // With private addresses allowed (WORKTRACK_WEBHOOK_ALLOW_PRIVATE), loopback
 // receivers can be registered.
 func TestWebhookAllowPrivate(t *testing.T) {
-	e := resttest.NewWith(t, storetest.SQLite(t), resttest.Settings{AllowPrivateWebhooks: true})
+	e := apitest.NewWith(t, storetest.SQLite(t), apitest.Settings{AllowPrivateWebhooks: true})
 	newWebhook(t, e, "http://127.0.0.1:9/hook", "task.created")
 	newWebhook(t, e, "http://localhost:9/hook", "task.created")
 }
@@ -248,7 +248,7 @@ func TestWebhookAllowPrivate(t *testing.T) {
 // value sets how long the replaced secret keeps signing.
 func TestRotateSecretBody(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := resttest.New(t, db)
+		e := apitest.New(t, db)
 		id := newWebhook(t, e, "https://93.184.215.14/hooks", "task.created").Str("id")
 		path := "/v1/webhooks/" + id + "/rotate_secret"
 		const param = "previous_secret_expires_in"

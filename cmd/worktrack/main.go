@@ -16,8 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/worktrack/worktrack/adapters/store"
-	"github.com/worktrack/worktrack/adapters/webhook"
-	"github.com/worktrack/worktrack/adapters/wire"
+	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
@@ -81,25 +80,13 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, []int64, error) {
 	return db, applied, nil
 }
 
-// newApp wires the core services over a store. Every change records its
-// webhook event through the transactional outbox.
 // newApp wires the core to the store; log is where the live feed reports
 // its failures (nil: slog.Default()).
 func newApp(db *store.DB, cfg Config, log *slog.Logger) *app.App {
-	return app.New(app.Deps{
-		Tx:         db,
-		Workspaces: db.Workspaces(),
-		Users:      db.Users(),
-		Keys:       db.APIKeys(),
-		Projects:   db.Projects(),
-		Tasks:      db.Tasks(),
-		Webhooks:   db.Webhooks(),
-		EventLog:   db.Events(),
-		Deliveries: db.Deliveries(),
-		Payloads:   wire.Payloads{},
-		Addresses:  webhook.AddressChecker{AllowPrivate: cfg.WebhookAllowPrivate},
-		EventWatch: db,
-	}, app.Options{Live: app.LiveOptions{Announce: db.Dialect() == store.DialectPostgres, Logger: log}})
+	return wiring.App(db, wiring.Core{
+		AllowPrivateWebhooks: cfg.WebhookAllowPrivate,
+		Live:                 app.LiveOptions{Announce: db.Dialect() == store.DialectPostgres, Logger: log},
+	})
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -18,7 +18,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
-	"github.com/worktrack/worktrack/adapters/rest"
+	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/graph/server"
 )
@@ -112,7 +112,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	}
 
 	// One HTTP edge, and the two APIs side by side on it.
-	edge := httpedge.New(a.Auth, httpedge.Options{
+	edge, sockets := wiring.HTTP(a, db, httpedge.Options{
 		Logger:           log,
 		Limiter:          limiter,
 		RateLimit:        cfg.RateLimit,
@@ -120,14 +120,12 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		Ready:            db.Ping,
 		Observer:         m,
-	})
-	edge.MountMetrics(m.Handler(), cfg.MetricsToken)
-	rest.Mount(edge, a, rest.Options{Idempotency: db.Idempotency()})
-	sockets := server.Mount(edge, a, server.Options{
+	}, server.Options{
 		MaxComplexity: cfg.GraphQLComplexity,
 		MaxDepth:      cfg.GraphQLDepth,
 		Logger:        log,
 	})
+	edge.MountMetrics(m.Handler(), cfg.MetricsToken)
 	srv := &http.Server{
 		Handler:           edge,
 		ReadHeaderTimeout: 10 * time.Second,

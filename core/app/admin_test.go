@@ -5,22 +5,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
+
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/adapters/webhook"
-	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-func newApp(db *store.DB) *app.App {
-	return app.New(app.Deps{
-		Tx: db, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
-		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
-		Addresses: webhook.AddressChecker{}, EventWatch: db,
-	}, app.Options{})
-}
+func newApp(db *store.DB) *app.App { return wiring.App(db, wiring.Core{}) }
 
 // Servers starting together on an empty database bootstrap it exactly once:
 // one workspace, one admin, one key, one secret printed.

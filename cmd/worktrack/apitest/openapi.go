@@ -1,4 +1,4 @@
-package resttest
+package apitest
 
 import (
 	"bytes"

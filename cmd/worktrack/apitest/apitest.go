@@ -1,7 +1,9 @@
-// Package resttest builds a real server over a real database for end-to-end
-// tests: two workspaces, a user of each role with an API key, and a clock the
-// test controls.
-package resttest
+// Package apitest is the test harness of both APIs: it builds the server
+// `worktrack serve` builds (REST under /v1 and GraphQL at /graphql on one
+// HTTP edge, through package wiring) over a real database, with fixtures
+// for end-to-end tests: two workspaces, a user of each role with an API key,
+// and a clock the test controls.
+package apitest
 
 import (
 	"bytes"
@@ -20,12 +22,12 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
-	"github.com/worktrack/worktrack/adapters/rest"
 	"github.com/worktrack/worktrack/adapters/store"
-	"github.com/worktrack/worktrack/adapters/webhook"
 	"github.com/worktrack/worktrack/adapters/wire"
+	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph/server"
 )
 
 // Clock is a controllable clock, safe for concurrent use. It stands still
@@ -78,9 +80,10 @@ type Env struct {
 	DB     *store.DB
 	App    *app.App
 	Engine *gin.Engine
-	// Edge is the HTTP edge the REST API is mounted on; other APIs (GraphQL)
-	// mount beside it.
-	Edge      *httpedge.Edge
+	// Edge is the HTTP edge both APIs are mounted on.
+	Edge *httpedge.Edge
+	// Sockets are GraphQL's open WebSockets.
+	Sockets   *server.Sockets
 	Clock     *Clock
 	Workspace domain.Workspace
 	Admin     Member
@@ -103,6 +106,8 @@ type Settings struct {
 	// Live tunes the live feed of subscriptions (its Run is the test's to
 	// start).
 	Live app.LiveOptions
+	// GraphQL configures the GraphQL transport.
+	GraphQL server.Options
 }
 
 // New builds the environment on db.
@@ -115,12 +120,7 @@ func New(t testing.TB, db *store.DB, opts ...Option) *Env {
 func NewWith(t testing.TB, db *store.DB, set Settings, opts ...Option) *Env {
 	t.Helper()
 	clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	a := app.New(app.Deps{
-		Tx: db, Clock: clock,
-		Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(), Tasks: db.Tasks(),
-		Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(), Payloads: wire.Payloads{},
-		Addresses: webhook.AddressChecker{AllowPrivate: set.AllowPrivateWebhooks}, EventWatch: db,
-	}, app.Options{Live: set.Live})
+	a := wiring.App(db, wiring.Core{Clock: clock, AllowPrivateWebhooks: set.AllowPrivateWebhooks, Live: set.Live})
 	logs := &LogBuffer{}
 	o := httpedge.Options{
 		Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
@@ -131,9 +131,8 @@ func NewWith(t testing.TB, db *store.DB, set Settings, opts ...Option) *Env {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	edge := httpedge.New(a.Auth, o)
-	rest.Mount(edge, a, rest.Options{Idempotency: db.Idempotency()})
-	e := &Env{T: t, DB: db, App: a, Engine: edge.Engine(), Edge: edge, Clock: clock, Logs: logs}
+	edge, sockets := wiring.HTTP(a, db, o, set.GraphQL)
+	e := &Env{T: t, DB: db, App: a, Engine: edge.Engine(), Edge: edge, Sockets: sockets, Clock: clock, Logs: logs}
 	ctx := context.Background()
 	e.Workspace = e.workspace(ctx, "Acme")
 	e.Admin = e.NewMember(e.Workspace.ID, "ada@acme.test", domain.RoleAdmin)
