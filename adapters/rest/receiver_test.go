@@ -119,7 +119,7 @@ func startDispatcherWith(t testing.TB, e *apitest.Env, a *app.App, watcher ports
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := a.NewDispatcher(sender, watcher, o)
+	d := app.NewDispatcher(a.DispatcherDeps(sender, watcher), o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

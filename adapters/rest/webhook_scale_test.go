@@ -242,7 +242,7 @@ func TestWebhookDispatcherShutdown(t *testing.T) {
 			return http.StatusOK
 		})
 		w := newWebhook(t, e, rc.URL(), "project.created")
-		d := e.App.NewDispatcher(webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true}), db,
+		d := app.NewDispatcher(e.App.DispatcherDeps(webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true}), db),
 			app.DispatcherOptions{Policy: testPolicy(time.Minute), Timeout: 2 * time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -288,7 +288,7 @@ func BenchmarkWebhookBacklogDrain(b *testing.B) {
 		before := len(rc.Requests())
 		createTasks(b, e, prj, changes, 8)
 		b.StartTimer()
-		d := e.App.NewDispatcher(sender, e.DB, app.DispatcherOptions{
+		d := app.NewDispatcher(e.App.DispatcherDeps(sender, e.DB), app.DispatcherOptions{
 			Policy:  domain.RetryPolicy{Base: 10 * time.Second, Max: 2 * time.Hour, Window: 24 * time.Hour},
 			Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler),
 		})

@@ -41,8 +41,9 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 		}
 	}
 	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate})
-	stores := app.DispatcherStores{Tx: ddb, Deliveries: ddb.Deliveries(), Webhooks: ddb.Webhooks()}
-	d := a.NewDispatcherOn(stores, sender, ddb, app.DispatcherOptions{
+	deps := a.DispatcherDeps(sender, ddb)
+	deps.Tx, deps.Deliveries, deps.Webhooks = ddb, ddb.Deliveries(), ddb.Webhooks()
+	d := app.NewDispatcher(deps, app.DispatcherOptions{
 		Policy: domain.RetryPolicy{
 			Base: cfg.WebhookBackoffBase, Max: cfg.WebhookBackoffMax, Window: cfg.WebhookRetryWindow,
 			Jitter: domain.EqualJitter,

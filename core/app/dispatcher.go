@@ -1,7 +1,6 @@
 package app
 
 import (
-	"container/heap"
 	"context"
 	"log/slog"
 	"sync"
@@ -62,16 +61,11 @@ type Dispatcher struct {
 	opts DispatcherOptions
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	inFlight int
-	attempts map[string]struct{} // the deliveries of the attempts in flight
-	perHook  map[string]int
-	retries  timeHeap // retries this dispatcher scheduled, earliest first
-	backlog  bool     // the last claim took all it asked for: more may be due
-	// backlogHooks are the webhooks the last claim took all their room of.
-	backlogHooks map[string]bool
-	freed        chan struct{}
-	wg           sync.WaitGroup
+	mu      sync.Mutex // guards adm and retries
+	adm     *admission
+	retries retryTimes // retries this dispatcher scheduled
+	freed   chan struct{}
+	wg      sync.WaitGroup
 	// finishes carries attempt outcomes to the one goroutine that writes
 	// them, many per statement (finishLoop).
 	finishes chan domain.Delivery
@@ -93,35 +87,23 @@ type DispatcherDeps struct {
 	Watcher ports.DeliveryWatcher
 	// Wake is this process's signal, notified after a local commit.
 	Wake *Signal
-	// Clock decides what is due; After waits (time.After in production), so
-	// that tests can run the schedule on a fake clock.
+	// Clock decides what is due; After waits (nil: time.After), so that
+	// tests can run the schedule on a fake clock.
 	Clock ports.Clock
 	After func(time.Duration) <-chan time.Time
 }
 
-// NewDispatcher makes a dispatcher over the app's stores and wake signal,
-// with the system timers.
-func (a *App) NewDispatcher(sender ports.WebhookSender, watcher ports.DeliveryWatcher, o DispatcherOptions) *Dispatcher {
-	return a.NewDispatcherOn(DispatcherStores{Tx: a.tx, Deliveries: a.deliveries, Webhooks: a.webhooks}, sender, watcher, o)
-}
-
-// DispatcherStores are the ports a dispatcher reads and writes deliveries
-// and webhooks through. A deployment gives the dispatcher stores over a
-// database pool of its own, so that claims and outcomes never queue behind
-// API requests for a connection, nor API requests behind them.
-type DispatcherStores struct {
-	Tx         ports.Transactor
-	Deliveries ports.DeliveryStore
-	Webhooks   ports.WebhookStore
-}
-
-// NewDispatcherOn is NewDispatcher over the given stores, woken by this
-// app's commits.
-func (a *App) NewDispatcherOn(st DispatcherStores, sender ports.WebhookSender, watcher ports.DeliveryWatcher, o DispatcherOptions) *Dispatcher {
-	return NewDispatcher(DispatcherDeps{
-		Tx: st.Tx, Deliveries: st.Deliveries, Webhooks: st.Webhooks, Sender: sender, Watcher: watcher,
+// DispatcherDeps are the ports of a dispatcher over this app's stores,
+// woken by this app's commits, sending with sender and told of other
+// processes' commits by watcher. A deployment replaces the stores with ones
+// over a database pool of the dispatcher's own, so that claims and outcomes
+// never queue behind API requests for a connection, nor API requests behind
+// them.
+func (a *App) DispatcherDeps(sender ports.WebhookSender, watcher ports.DeliveryWatcher) DispatcherDeps {
+	return DispatcherDeps{
+		Tx: a.tx, Deliveries: a.deliveries, Webhooks: a.webhooks, Sender: sender, Watcher: watcher,
 		Wake: a.wake, Clock: a.clock, After: time.After,
-	}, o)
+	}
 }
 
 // NewDispatcher makes a dispatcher; zero options get their defaults.
@@ -130,8 +112,11 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		"Tx": d.Tx, "Deliveries": d.Deliveries, "Webhooks": d.Webhooks, "Sender": d.Sender,
 		"Watcher": d.Watcher, "Clock": d.Clock,
 	})
-	if d.Wake == nil || d.After == nil {
-		panic("app: the dispatcher needs Wake and After")
+	if d.Wake == nil {
+		panic("app: the dispatcher needs Wake")
+	}
+	if d.After == nil {
+		d.After = time.After
 	}
 	if o.Workers <= 0 {
 		o.Workers = 128
@@ -155,7 +140,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		o.Logger = slog.Default()
 	}
 	return &Dispatcher{
-		d: d, opts: o, log: o.Logger, perHook: map[string]int{}, attempts: map[string]struct{}{}, backlogHooks: map[string]bool{}, freed: make(chan struct{}, 1),
+		d: d, opts: o, log: o.Logger, adm: newAdmission(o.Workers, o.PerWebhook), freed: make(chan struct{}, 1),
 		finishes: make(chan domain.Delivery, o.Workers),
 	}
 }
@@ -228,29 +213,17 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 // sent again: at least once.
 func (x *Dispatcher) Abandon(ctx context.Context) error {
 	x.mu.Lock()
-	ids := make([]string, 0, len(x.attempts))
-	for id := range x.attempts {
-		ids = append(ids, id)
-	}
+	ids := x.adm.inFlightIDs()
 	x.mu.Unlock()
 	return x.d.Deliveries.ReleaseDeliveries(ctx, x.opts.Owner, ids)
 }
 
 // worthClaiming reports whether a claim made only because workers came free
-// is worth its statement: there was no backlog at the last claim, or enough
-// workers are free to take a batch.
+// is worth its statement (admission.worthClaiming).
 func (x *Dispatcher) worthClaiming() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.backlog || x.opts.Workers-x.inFlight >= max(1, x.opts.Workers/4) {
-		return true
-	}
-	for id := range x.backlogHooks {
-		if x.opts.PerWebhook-x.perHook[id] >= max(1, x.opts.PerWebhook/4) {
-			return true
-		}
-	}
-	return false
+	return x.adm.worthClaiming()
 }
 
 // untilNextWake is the time until the earliest retry this dispatcher
@@ -259,61 +232,38 @@ func (x *Dispatcher) untilNextWake() time.Duration {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	wait := x.opts.PollInterval
-	if len(x.retries) > 0 {
-		wait = min(wait, max(x.retries[0].Sub(x.d.Clock.Now()), 0))
+	if next, ok := x.retries.next(); ok {
+		wait = min(wait, max(next.Sub(x.d.Clock.Now()), 0))
 	}
 	return wait
 }
 
 // claim leases as many due deliveries as there are free workers and starts
-// an attempt for each. It reports whether there may be more due at once.
+// an attempt for each: room, claim, admit, release what does not fit. It
+// reports whether there may be more due at once.
 func (x *Dispatcher) claim(ctx context.Context) bool {
 	now := x.d.Clock.Now()
 	x.mu.Lock()
-	// This claim picks up every retry due by now.
-	for len(x.retries) > 0 && !x.retries[0].After(now) {
-		heap.Pop(&x.retries)
-	}
-	free := x.opts.Workers - x.inFlight
-	var skip []string
-	room := map[string]int{}
-	for id, n := range x.perHook {
-		if n >= x.opts.PerWebhook {
-			skip = append(skip, id)
-		} else {
-			room[id] = x.opts.PerWebhook - n
-		}
-	}
+	x.retries.dropDue(now) // this claim picks up every retry due by now
+	room := x.adm.room()
 	x.mu.Unlock()
-	if free <= 0 {
+	if room.free <= 0 {
 		return false
 	}
 	// The store takes no more of a webhook than its room, so that a claim
 	// during one webhook's backlog does not lease what must be released.
-	claimed, err := x.d.Deliveries.ClaimDeliveries(ctx, ports.ClaimRequest{
-		Owner: x.opts.Owner, Now: now, LeaseUntil: now.Add(x.opts.Lease), Limit: free, SkipWebhooks: skip,
-		PerWebhook: x.opts.PerWebhook, Room: room,
-	})
+	claimed, err := x.d.Deliveries.ClaimDeliveries(ctx, room.request(x.opts.Owner, now, now.Add(x.opts.Lease), x.opts.PerWebhook))
 	if err != nil {
 		if ctx.Err() == nil {
 			x.log.Error("webhook dispatcher: claiming deliveries failed", "error", err.Error())
 		}
 		return false
 	}
-	var over []string
-	for _, c := range claimed {
-		wh := c.Delivery.WebhookID
-		x.mu.Lock()
-		if x.perHook[wh] >= x.opts.PerWebhook {
-			x.mu.Unlock()
-			over = append(over, c.Delivery.ID)
-			continue
-		}
-		x.perHook[wh]++
-		x.inFlight++
-		x.attempts[c.Delivery.ID] = struct{}{}
-		x.wg.Add(1)
-		x.mu.Unlock()
+	x.mu.Lock()
+	admitted, over := x.adm.admit(claimed, room)
+	x.wg.Add(len(admitted))
+	x.mu.Unlock()
+	for _, c := range admitted {
 		go x.attempt(context.WithoutCancel(ctx), c)
 	}
 	if len(over) > 0 {
@@ -324,27 +274,7 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 			x.log.Error("webhook dispatcher: releasing deliveries failed", "error", err.Error())
 		}
 	}
-	// A webhook that got all the room it was offered may have more due:
-	// the claim loop claims again for it once a batch's worth of its room
-	// is free, rather than one statement per finished attempt.
-	got := map[string]int{}
-	for _, c := range claimed {
-		got[c.Delivery.WebhookID]++
-	}
-	x.mu.Lock()
-	clear(x.backlogHooks)
-	for id, n := range got {
-		r, ok := room[id]
-		if !ok {
-			r = x.opts.PerWebhook
-		}
-		if n >= r {
-			x.backlogHooks[id] = true
-		}
-	}
-	x.backlog = len(claimed) == free || len(x.backlogHooks) > 0
-	x.mu.Unlock()
-	return len(claimed) == free || len(over) > 0
+	return len(claimed) == room.free || len(over) > 0
 }
 
 // attempt makes one attempt of a claimed delivery and records its outcome.
@@ -380,150 +310,4 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 		x.opts.OnAttempt(out.Delivery)
 	}
 	x.record(ctx, out)
-}
-
-// record hands an outcome over to be written. The common outcome goes to
-// finishLoop, which writes many per statement; a 410 (deactivate the
-// webhook, fail its other pending deliveries) is written here, in a
-// transaction of its own.
-func (x *Dispatcher) record(ctx context.Context, out domain.Outcome) {
-	if !out.DeactivateWebhook {
-		x.finishes <- out.Delivery
-		return
-	}
-	d := out.Delivery
-	err := x.retryWrite(ctx, func(ctx context.Context) error { return x.deactivate(ctx, d) })
-	if err != nil {
-		x.log.Error("webhook dispatcher: recording an attempt failed; it will be retried when its lease lapses",
-			"delivery_id", d.ID, "error", err.Error())
-	}
-}
-
-// finishLoop writes attempt outcomes until finishes is closed: whatever
-// has queued up while the previous statement ran goes into the next one,
-// so that the statements per second stay few however many attempts end.
-func (x *Dispatcher) finishLoop(ctx context.Context) {
-	for d := range x.finishes {
-		batch := []domain.Delivery{d}
-	more:
-		for len(batch) < maxFinishBatch {
-			select {
-			case d, ok := <-x.finishes:
-				if !ok {
-					break more
-				}
-				batch = append(batch, d)
-			default:
-				break more
-			}
-		}
-		x.finish(ctx, batch)
-	}
-}
-
-// finish writes a batch of outcomes and schedules the retries among them.
-// A failed write (a broken connection, a database restarting) is retried:
-// left to the lease, the attempt would be sent again although it was made.
-func (x *Dispatcher) finish(ctx context.Context, batch []domain.Delivery) {
-	err := x.retryWrite(ctx, func(ctx context.Context) error {
-		_, err := x.d.Deliveries.FinishDeliveries(ctx, x.opts.Owner, batch)
-		return err
-	})
-	if err != nil {
-		x.log.Error("webhook dispatcher: recording attempts failed; they will be retried when their leases lapse",
-			"deliveries", len(batch), "error", err.Error())
-		return
-	}
-	retries := false
-	x.mu.Lock()
-	for _, d := range batch {
-		if d.Status == domain.DeliveryPending && d.NextAttemptAt != nil {
-			heap.Push(&x.retries, *d.NextAttemptAt)
-			retries = true
-		}
-	}
-	x.mu.Unlock()
-	if retries {
-		// The claim loop may be asleep until the poll: let it see them.
-		x.nudge()
-	}
-}
-
-// retryWrite runs write until it succeeds, for at most half the lease
-// (the attempts it records must be written before their leases lapse),
-// waiting 50ms doubling to 1s between tries.
-func (x *Dispatcher) retryWrite(ctx context.Context, write func(context.Context) error) error {
-	deadline := time.Now().Add(x.opts.Lease / 2)
-	wait := 50 * time.Millisecond
-	for {
-		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := write(tctx)
-		cancel()
-		if err == nil || time.Now().Add(wait).After(deadline) {
-			return err
-		}
-		x.log.Warn("webhook dispatcher: recording attempts failed; retrying", "error", err.Error())
-		time.Sleep(wait)
-		wait = min(2*wait, time.Second)
-	}
-}
-
-// nudge wakes the claim loop.
-func (x *Dispatcher) nudge() {
-	select {
-	case x.freed <- struct{}{}:
-	default:
-	}
-}
-
-// deactivate records a 410: the delivery's outcome, the webhook set
-// inactive and its other pending deliveries failed, in one transaction.
-func (x *Dispatcher) deactivate(ctx context.Context, d domain.Delivery) error {
-	return x.d.Tx.InTx(ctx, func(ctx context.Context) error {
-		ok, err := x.d.Deliveries.FinishDelivery(ctx, d, x.opts.Owner)
-		if err != nil || !ok {
-			return err
-		}
-		w, err := x.d.Webhooks.FindWebhookByIDForUpdate(ctx, d.WorkspaceID, d.WebhookID)
-		if err != nil {
-			return err
-		}
-		next, changed, err := w.Apply(domain.WebhookFields{Active: domain.Set(false)}, x.d.Clock.Now())
-		if err != nil || !changed {
-			return err
-		}
-		if err := x.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
-			return err
-		}
-		_, err = x.d.Deliveries.FailPendingDeliveries(ctx, d.WorkspaceID, d.WebhookID,
-			"The receiver answered 410 Gone; the webhook was deactivated.")
-		return err
-	})
-}
-
-// done frees the worker and the webhook's slot, and wakes the claim loop.
-func (x *Dispatcher) done(deliveryID, webhookID string) {
-	x.mu.Lock()
-	x.inFlight--
-	delete(x.attempts, deliveryID)
-	if x.perHook[webhookID]--; x.perHook[webhookID] <= 0 {
-		delete(x.perHook, webhookID)
-	}
-	x.mu.Unlock()
-	x.nudge()
-	x.wg.Done()
-}
-
-// timeHeap is a min-heap of instants (container/heap).
-type timeHeap []time.Time
-
-func (h timeHeap) Len() int           { return len(h) }
-func (h timeHeap) Less(i, j int) bool { return h[i].Before(h[j]) }
-func (h timeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timeHeap) Push(v any)        { *h = append(*h, v.(time.Time)) }
-func (h *timeHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
 }

@@ -1,0 +1,170 @@
+package app
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// admission is the dispatcher's bookkeeping of its attempts in flight: how
+// many in all and per webhook, which deliveries, and what the last claim
+// left due. It answers the claim loop's questions: how much room the next
+// claim has (room), which claimed deliveries may start (admit), and whether
+// a claim made only because workers came free is worth its statement
+// (worthClaiming). It is not safe for concurrent use: the dispatcher holds
+// its mutex around every call.
+type admission struct {
+	workers    int // attempts in flight at most
+	perWebhook int // attempts in flight to one webhook at most
+
+	inFlight int
+	perHook  map[string]int
+	attempts map[string]struct{} // the deliveries of the attempts in flight
+
+	// backlog: the last claim took all it asked for, so more may be due;
+	// backlogHooks are the webhooks it took all their room of.
+	backlog      bool
+	backlogHooks map[string]bool
+}
+
+func newAdmission(workers, perWebhook int) *admission {
+	return &admission{
+		workers: workers, perWebhook: perWebhook,
+		perHook: map[string]int{}, attempts: map[string]struct{}{}, backlogHooks: map[string]bool{},
+	}
+}
+
+// claimRoom is what one claim may take: free workers in all, no delivery of
+// the webhooks in skip (at their cap), and at most room[id] of the webhooks
+// with attempts in flight (perWebhook of any other).
+type claimRoom struct {
+	free int
+	skip []string
+	room map[string]int
+}
+
+// room is the room of the next claim.
+func (a *admission) room() claimRoom {
+	r := claimRoom{free: a.workers - a.inFlight, room: map[string]int{}}
+	for id, n := range a.perHook {
+		if n >= a.perWebhook {
+			r.skip = append(r.skip, id)
+		} else {
+			r.room[id] = a.perWebhook - n
+		}
+	}
+	return r
+}
+
+// request is the store's claim request for r.
+func (r claimRoom) request(owner string, now, leaseUntil time.Time, perWebhook int) ports.ClaimRequest {
+	return ports.ClaimRequest{
+		Owner: owner, Now: now, LeaseUntil: leaseUntil, Limit: r.free, SkipWebhooks: r.skip,
+		PerWebhook: perWebhook, Room: r.room,
+	}
+}
+
+// admit starts the bookkeeping of the claimed deliveries that fit, and
+// returns them; over are the ids of those whose webhook is at its cap, to
+// give back. It then notes what the claim, made with room r, left due.
+func (a *admission) admit(claimed []ports.Dispatch, r claimRoom) (admitted []ports.Dispatch, over []string) {
+	got := map[string]int{}
+	for _, c := range claimed {
+		wh := c.Delivery.WebhookID
+		got[wh]++
+		if a.perHook[wh] >= a.perWebhook {
+			over = append(over, c.Delivery.ID)
+			continue
+		}
+		a.perHook[wh]++
+		a.inFlight++
+		a.attempts[c.Delivery.ID] = struct{}{}
+		admitted = append(admitted, c)
+	}
+	// A webhook that got all the room it was offered may have more due:
+	// the claim loop claims again for it once a batch's worth of its room
+	// is free, rather than one statement per finished attempt.
+	clear(a.backlogHooks)
+	for id, n := range got {
+		room, ok := r.room[id]
+		if !ok {
+			room = a.perWebhook
+		}
+		if n >= room {
+			a.backlogHooks[id] = true
+		}
+	}
+	a.backlog = len(claimed) == r.free || len(a.backlogHooks) > 0
+	return admitted, over
+}
+
+// release ends the bookkeeping of an attempt.
+func (a *admission) release(deliveryID, webhookID string) {
+	a.inFlight--
+	delete(a.attempts, deliveryID)
+	if a.perHook[webhookID]--; a.perHook[webhookID] <= 0 {
+		delete(a.perHook, webhookID)
+	}
+}
+
+// worthClaiming reports whether a claim made only because workers came free
+// is worth its statement: there was no backlog at the last claim, or enough
+// workers are free to take a batch (a quarter of them, in all or for a
+// webhook with a backlog).
+func (a *admission) worthClaiming() bool {
+	if !a.backlog || a.workers-a.inFlight >= max(1, a.workers/4) {
+		return true
+	}
+	for id := range a.backlogHooks {
+		if a.perWebhook-a.perHook[id] >= max(1, a.perWebhook/4) {
+			return true
+		}
+	}
+	return false
+}
+
+// inFlightIDs are the deliveries of the attempts in flight.
+func (a *admission) inFlightIDs() []string {
+	ids := make([]string, 0, len(a.attempts))
+	for id := range a.attempts {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// retryTimes are the retries a dispatcher scheduled, earliest first: it
+// wakes when the earliest falls due.
+type retryTimes struct{ h timeHeap }
+
+func (r *retryTimes) add(t time.Time) { heap.Push(&r.h, t) }
+
+// dropDue forgets the retries due by now: the claim about to run picks them
+// all up.
+func (r *retryTimes) dropDue(now time.Time) {
+	for len(r.h) > 0 && !r.h[0].After(now) {
+		heap.Pop(&r.h)
+	}
+}
+
+// next is the earliest retry, if any.
+func (r *retryTimes) next() (time.Time, bool) {
+	if len(r.h) == 0 {
+		return time.Time{}, false
+	}
+	return r.h[0], true
+}
+
+// timeHeap is a min-heap of instants (container/heap).
+type timeHeap []time.Time
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(i, j int) bool { return h[i].Before(h[j]) }
+func (h timeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timeHeap) Push(v any)        { *h = append(*h, v.(time.Time)) }
+func (h *timeHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}

@@ -1,0 +1,137 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// claimedOf makes n claimed deliveries of webhook, numbered from first.
+func claimedOf(webhook string, first, n int) []ports.Dispatch {
+	out := make([]ports.Dispatch, n)
+	for i := range out {
+		out[i] = ports.Dispatch{Delivery: domain.Delivery{ID: fmt.Sprintf("whd_%s_%d", webhook, first+i), WebhookID: webhook}}
+	}
+	return out
+}
+
+func TestAdmissionRoomLeavesOutWebhooksAtTheirCap(t *testing.T) {
+	a := newAdmission(8, 3)
+	r := a.room()
+	if r.free != 8 || len(r.skip) != 0 || len(r.room) != 0 {
+		t.Fatalf("an idle dispatcher: %+v", r)
+	}
+	admitted, over := a.admit(append(claimedOf("A", 0, 3), claimedOf("B", 0, 1)...), r)
+	if len(admitted) != 4 || len(over) != 0 {
+		t.Fatalf("admitted %d, over %v", len(admitted), over)
+	}
+	r = a.room()
+	if r.free != 4 || !slices.Equal(r.skip, []string{"A"}) || r.room["B"] != 2 || len(r.room) != 1 {
+		t.Fatalf("A at its cap, B with one in flight: %+v", r)
+	}
+	req := r.request("dsp_1", time.Unix(10, 0), time.Unix(20, 0), 3)
+	if req.Limit != 4 || req.PerWebhook != 3 || req.Room["B"] != 2 || !slices.Equal(req.SkipWebhooks, []string{"A"}) || req.Owner != "dsp_1" {
+		t.Fatalf("the store's request: %+v", req)
+	}
+}
+
+func TestAdmissionGivesBackWhatIsOverAWebhooksCap(t *testing.T) {
+	a := newAdmission(8, 2)
+	admitted, over := a.admit(claimedOf("A", 0, 5), a.room())
+	if len(admitted) != 2 || !slices.Equal(over, []string{"whd_A_2", "whd_A_3", "whd_A_4"}) {
+		t.Fatalf("admitted %d, over %v", len(admitted), over)
+	}
+	if got := a.inFlightIDs(); len(got) != 2 || a.inFlight != 2 {
+		t.Fatalf("in flight: %v (%d)", got, a.inFlight)
+	}
+	a.release("whd_A_0", "A")
+	a.release("whd_A_1", "A")
+	if a.inFlight != 0 || len(a.perHook) != 0 || len(a.inFlightIDs()) != 0 {
+		t.Fatalf("after release: %d in flight, per webhook %v", a.inFlight, a.perHook)
+	}
+	if r := a.room(); r.free != 8 || len(r.skip) != 0 {
+		t.Fatalf("room after release: %+v", r)
+	}
+}
+
+// A claim that took all it asked for leaves a backlog: freed workers do not
+// claim again one by one, only once a quarter of the pool is free.
+func TestAdmissionClaimsABacklogInBatches(t *testing.T) {
+	a := newAdmission(8, 8)
+	if !a.worthClaiming() {
+		t.Fatal("with no backlog, any free worker is worth a claim")
+	}
+	var claimed []ports.Dispatch
+	for w := range 8 {
+		claimed = append(claimed, claimedOf(fmt.Sprintf("W%d", w), 0, 1)...)
+	}
+	a.admit(claimed, a.room())
+	if !a.backlog {
+		t.Fatal("a claim that filled every free worker must note a backlog")
+	}
+	a.release(claimed[0].Delivery.ID, "W0")
+	if a.worthClaiming() {
+		t.Fatal("one free worker of eight is not worth a claim during a backlog")
+	}
+	a.release(claimed[1].Delivery.ID, "W1")
+	if !a.worthClaiming() {
+		t.Fatal("a quarter of the pool free is worth a claim")
+	}
+}
+
+// A webhook that got all the room it was offered is a backlog of its own:
+// once a quarter of its room is free, a claim is worth it, even though the
+// pool as a whole is not short of free workers.
+func TestAdmissionNotesAWebhooksBacklog(t *testing.T) {
+	a := newAdmission(100, 8)
+	a.admit(claimedOf("A", 0, 8), a.room())
+	if !a.backlog || !a.backlogHooks["A"] {
+		t.Fatalf("A took all its room: backlog %v, hooks %v", a.backlog, a.backlogHooks)
+	}
+	// The pool is mostly free, so any claim is worth it.
+	if !a.worthClaiming() {
+		t.Fatal("92 free workers of 100 are worth a claim")
+	}
+	b := newAdmission(8, 8)
+	b.admit(claimedOf("A", 0, 8), b.room())
+	b.release("whd_A_0", "A")
+	if b.worthClaiming() {
+		t.Fatal("one free slot of A's eight is not worth a claim")
+	}
+	b.release("whd_A_1", "A")
+	if !b.worthClaiming() {
+		t.Fatal("a quarter of A's room free is worth a claim")
+	}
+	// A claim that took less than it was offered leaves no backlog.
+	c := newAdmission(8, 8)
+	c.admit(claimedOf("A", 0, 3), c.room())
+	if c.backlog || len(c.backlogHooks) != 0 {
+		t.Fatalf("a short claim: backlog %v, hooks %v", c.backlog, c.backlogHooks)
+	}
+}
+
+func TestRetryTimesWakeAtTheEarliest(t *testing.T) {
+	var r retryTimes
+	if _, ok := r.next(); ok {
+		t.Fatal("no retries scheduled")
+	}
+	base := time.Unix(1000, 0)
+	for _, s := range []int{30, 10, 20} {
+		r.add(base.Add(time.Duration(s) * time.Second))
+	}
+	if next, _ := r.next(); !next.Equal(base.Add(10 * time.Second)) {
+		t.Fatalf("next %v", next)
+	}
+	r.dropDue(base.Add(20 * time.Second))
+	if next, _ := r.next(); !next.Equal(base.Add(30 * time.Second)) {
+		t.Fatalf("after dropping the due ones, next %v", next)
+	}
+	r.dropDue(base.Add(time.Hour))
+	if _, ok := r.next(); ok {
+		t.Fatal("every retry was due")
+	}
+}
