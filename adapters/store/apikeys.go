@@ -31,12 +31,12 @@ func apiKeyToRow(k domain.APIKey) apiKeyRow {
 	}
 }
 
-func apiKeyFromRow(r apiKeyRow) domain.APIKey {
-	return domain.APIKey{
+func apiKeyFromRow(r apiKeyRow) (domain.APIKey, error) {
+	return domain.RestoreAPIKey(domain.APIKey{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, UserID: r.UserID, Name: r.Name, SecretHash: r.SecretHash,
 		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: r.ExpiresAt.Ptr(),
 		RevokedAt: r.RevokedAt.Ptr(), LastUsedAt: r.LastUsedAt.Ptr(),
-	}
+	})
 }
 
 // keyWithUserRow is one row of the authentication join.
@@ -85,7 +85,15 @@ func (s *APIKeyStore) FindAPIKeyByHash(ctx context.Context, hash string) (domain
 		// The hash is a credential: it does not belong in the message.
 		return domain.APIKey{}, domain.User{}, &domain.Error{Code: domain.CodeNotFound, Message: "No such api_key"}
 	}
-	return apiKeyFromRow(row.Key), userFromRow(row.User), nil
+	k, err := apiKeyFromRow(row.Key)
+	if err != nil {
+		return domain.APIKey{}, domain.User{}, err
+	}
+	u, err := userFromRow(row.User)
+	if err != nil {
+		return domain.APIKey{}, domain.User{}, err
+	}
+	return k, u, nil
 }
 
 // FindAPIKeyByID returns resource_not_found when absent.
@@ -94,7 +102,7 @@ func (s *APIKeyStore) FindAPIKeyByID(ctx context.Context, id string) (domain.API
 	if err := s.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return domain.APIKey{}, notFoundOr(err, "api_key", id)
 	}
-	return apiKeyFromRow(row), nil
+	return apiKeyFromRow(row)
 }
 
 // FindAPIKeysByUser lists a user's keys, oldest first.
@@ -103,7 +111,7 @@ func (s *APIKeyStore) FindAPIKeysByUser(ctx context.Context, userID string) ([]d
 	if err := s.db.conn(ctx).Where("user_id = ?", userID).Order("created_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list api keys: %w", err)
 	}
-	return mapRows(rows, apiKeyFromRow), nil
+	return restoreRows(rows, apiKeyFromRow)
 }
 
 // RevokeAPIKey sets revoked_at unless already set, and returns the key;

@@ -47,7 +47,7 @@ func deliveryToRow(d domain.Delivery) deliveryRow {
 	return r
 }
 
-func deliveryFromRow(r deliveryRow) domain.Delivery {
+func deliveryFromRow(r deliveryRow) (domain.Delivery, error) {
 	d := domain.Delivery{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, WebhookID: r.WebhookID, EventID: r.EventID,
 		EventType: domain.EventType(r.EventType), Status: domain.DeliveryStatus(r.Status), Attempts: r.Attempts,
@@ -62,7 +62,7 @@ func deliveryFromRow(r deliveryRow) domain.Delivery {
 		e := r.LastError.String
 		d.LastError = &e
 	}
-	return d
+	return domain.RestoreDelivery(d)
 }
 
 // DeliveryStore persists deliveries and hands them to dispatchers.
@@ -95,7 +95,7 @@ func (s *DeliveryStore) FindDeliveryByID(ctx context.Context, workspaceID, webho
 	if err != nil {
 		return domain.Delivery{}, notFoundOr(err, "webhook delivery", id)
 	}
-	return deliveryFromRow(row), nil
+	return deliveryFromRow(row)
 }
 
 // FindDeliveries lists a webhook's deliveries in (created_at, id) order
@@ -109,7 +109,7 @@ func (s *DeliveryStore) FindDeliveries(ctx context.Context, f ports.DeliveryFilt
 	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list deliveries: %w", err)
 	}
-	return mapRows(rows, deliveryFromRow), nil
+	return restoreRows(rows, deliveryFromRow)
 }
 
 // RescheduleDelivery writes a redelivery and notifies like CreateDeliveries.
@@ -240,8 +240,12 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	}
 	out := make([]ports.Dispatch, len(rows))
 	for i, row := range rows {
+		d, err := deliveryFromRow(row.Row)
+		if err != nil {
+			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
+		}
 		out[i] = ports.Dispatch{
-			Delivery: deliveryFromRow(row.Row), URL: row.URL, Secret: row.Secret,
+			Delivery: d, URL: row.URL, Secret: row.Secret,
 			PreviousSecret: row.Prev.String, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
 		}
 	}

@@ -21,7 +21,7 @@ type eventRow struct {
 
 func (eventRow) TableName() string { return "events" }
 
-func eventFromRow(r eventRow) domain.LoggedEvent {
+func eventFromRow(r eventRow) (domain.LoggedEvent, error) {
 	e := domain.LoggedEvent{ID: r.ID, WorkspaceID: r.WorkspaceID, Type: domain.EventType(r.Type),
 		CreatedAt: time.Time(r.CreatedAt), Payload: r.Payload}
 	if r.ProjectID != nil {
@@ -30,7 +30,7 @@ func eventFromRow(r eventRow) domain.LoggedEvent {
 	if r.Seq != nil {
 		e.Seq = *r.Seq
 	}
-	return e
+	return domain.RestoreLoggedEvent(e)
 }
 
 // EventStore keeps the event log.
@@ -138,7 +138,7 @@ func (s *EventStore) ListEvents(ctx context.Context, f ports.EventFilter) ([]dom
 	if err := q.Order("seq").Limit(f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list events: %w", err)
 	}
-	return mapRows(rows, eventFromRow), nil
+	return restoreRows(rows, eventFromRow)
 }
 
 // FindEvent returns a positioned event of the workspace.
@@ -148,7 +148,7 @@ func (s *EventStore) FindEvent(ctx context.Context, workspaceID, id string) (dom
 	if err != nil {
 		return domain.LoggedEvent{}, notFoundOr(err, "event", id)
 	}
-	return eventFromRow(row), nil
+	return eventFromRow(row)
 }
 
 // LastPosition is the highest log position given so far.
@@ -167,7 +167,7 @@ func (s *EventStore) ReadLog(ctx context.Context, afterSeq int64, limit int) ([]
 	if err := s.db.conn(ctx).Where("seq > ?", afterSeq).Order("seq").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: read log: %w", err)
 	}
-	return mapRows(rows, eventFromRow), nil
+	return restoreRows(rows, eventFromRow)
 }
 
 // PurgeEvents deletes up to limit events created before cutoff that have no

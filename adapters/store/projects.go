@@ -30,11 +30,11 @@ func projectToRow(p domain.Project) projectRow {
 	}
 }
 
-func projectFromRow(r projectRow) domain.Project {
-	return domain.Project{
+func projectFromRow(r projectRow) (domain.Project, error) {
+	return domain.RestoreProject(domain.Project{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, Name: r.Name, Key: r.Key, TaskCount: r.TaskCount,
 		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
-	}
+	})
 }
 
 // ProjectStore persists projects.
@@ -66,7 +66,7 @@ func (s *ProjectStore) FindProjectByID(ctx context.Context, workspaceID, id stri
 	if err != nil {
 		return domain.Project{}, notFoundOr(err, "project", id)
 	}
-	return projectFromRow(row), nil
+	return projectFromRow(row)
 }
 
 // FindProjectByIDForUpdate is FindProjectByID that also locks the row until
@@ -83,7 +83,7 @@ func (s *ProjectStore) FindProjectByIDForUpdate(ctx context.Context, workspaceID
 	if err := q.Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error; err != nil {
 		return domain.Project{}, notFoundOr(err, "project", id)
 	}
-	return projectFromRow(row), nil
+	return projectFromRow(row)
 }
 
 // FindProjectsByIDs returns the projects of the workspace among ids, in no
@@ -97,7 +97,7 @@ func (s *ProjectStore) FindProjectsByIDs(ctx context.Context, workspaceID string
 	if err != nil {
 		return nil, fmt.Errorf("store: find projects: %w", err)
 	}
-	return mapRows(rows, projectFromRow), nil
+	return restoreRows(rows, projectFromRow)
 }
 
 // FindProjects lists projects ordered by (created_at, id) after f.After.
@@ -107,7 +107,7 @@ func (s *ProjectStore) FindProjects(ctx context.Context, f ports.ProjectFilter) 
 	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list projects: %w", err)
 	}
-	return mapRows(rows, projectFromRow), nil
+	return restoreRows(rows, projectFromRow)
 }
 
 // UpdateProject writes the mutable fields of p (name, updated_at);

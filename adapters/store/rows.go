@@ -13,3 +13,17 @@ func mapRows[R, T any](rows []R, f func(R) T) []T {
 	}
 	return out
 }
+
+// restoreRows rebuilds domain values from rows through f, which checks each
+// (the domain's Restore functions); never nil, so an empty list is [].
+func restoreRows[R, T any](rows []R, f func(R) (T, error)) ([]T, error) {
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		v, err := f(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}

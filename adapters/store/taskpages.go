@@ -111,7 +111,11 @@ func scanTasks(slotted bool, add func(slot int, t domain.Task) error) func(rowSc
 			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
-			if err := add(slot, taskFromRow(r)); err != nil {
+			t, err := taskFromRow(r)
+			if err != nil {
+				return err
+			}
+			if err := add(slot, t); err != nil {
 				return err
 			}
 		}

@@ -35,7 +35,7 @@ func taskToRow(t domain.Task) taskRow {
 	return r
 }
 
-func taskFromRow(r taskRow) domain.Task {
+func taskFromRow(r taskRow) (domain.Task, error) {
 	t := domain.Task{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, ProjectID: r.ProjectID, Title: r.Title, Status: domain.Status(r.Status),
 		DueAt: r.DueAt.Ptr(), CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
@@ -44,7 +44,7 @@ func taskFromRow(r taskRow) domain.Task {
 		a := r.AssigneeID.String
 		t.AssigneeID = &a
 	}
-	return t
+	return domain.RestoreTask(t)
 }
 
 // TaskStore persists tasks.
@@ -115,7 +115,7 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 	if err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: find tasks: %w", err)
 	}
-	return mapRows(rows, taskFromRow), nil
+	return restoreRows(rows, taskFromRow)
 }
 
 // FindTasks lists a project's tasks in (created_at, id) order after f.After.

@@ -184,3 +184,25 @@ func TestIdempotencyStore(t *testing.T) {
 		}
 	})
 }
+
+// A row that breaks a task's invariants is never handed to the core as a
+// task: the read fails with an error that is no domain error, so the edges
+// answer internal_error rather than show it.
+func TestCorruptTaskRowIsRefused(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws := newWorkspace(t, db)
+		p := newProject(t, db, ws, "CR", base)
+		task := newTask(t, db, p, domain.TaskFields{Title: domain.Set("T")}, base)
+		if err := db.Gorm().Exec("UPDATE tasks SET title = '' WHERE id = ?", task.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		_, err := db.Tasks().FindTaskByID(ctx, ws.ID, task.ID)
+		if _, public := domain.AsError(err); err == nil || public {
+			t.Fatalf("FindTaskByID of a corrupt row: %v", err)
+		}
+		if _, err := db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p.ID, Limit: 10}); err == nil {
+			t.Fatal("FindTasks handed out a corrupt row")
+		}
+	})
+}

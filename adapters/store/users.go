@@ -27,11 +27,11 @@ func userToRow(u domain.User) userRow {
 	}
 }
 
-func userFromRow(r userRow) domain.User {
-	return domain.User{
+func userFromRow(r userRow) (domain.User, error) {
+	return domain.RestoreUser(domain.User{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, Email: r.Email, Name: r.Name,
 		Role: domain.Role(r.Role), CreatedAt: timeOf(r.CreatedAt),
-	}
+	})
 }
 
 // UserStore persists users.
@@ -62,7 +62,7 @@ func (s *UserStore) FindUserByID(ctx context.Context, workspaceID, id string) (d
 	if err != nil {
 		return domain.User{}, notFoundOr(err, "user", id)
 	}
-	return userFromRow(row), nil
+	return userFromRow(row)
 }
 
 // FindUserByIDAnyWorkspace finds a user in any workspace; operator tools only.
@@ -71,7 +71,7 @@ func (s *UserStore) FindUserByIDAnyWorkspace(ctx context.Context, id string) (do
 	if err := s.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return domain.User{}, notFoundOr(err, "user", id)
 	}
-	return userFromRow(row), nil
+	return userFromRow(row)
 }
 
 // FindUsersByEmailAnyWorkspace finds the users with that email (any case)
@@ -82,7 +82,7 @@ func (s *UserStore) FindUsersByEmailAnyWorkspace(ctx context.Context, email stri
 	if err != nil {
 		return nil, fmt.Errorf("store: find users by email: %w", err)
 	}
-	return mapRows(rows, userFromRow), nil
+	return restoreRows(rows, userFromRow)
 }
 
 // FindUsersByIDs returns the users of the workspace among ids, in no order;
@@ -96,7 +96,7 @@ func (s *UserStore) FindUsersByIDs(ctx context.Context, workspaceID string, ids 
 	if err != nil {
 		return nil, fmt.Errorf("store: find users: %w", err)
 	}
-	return mapRows(rows, userFromRow), nil
+	return restoreRows(rows, userFromRow)
 }
 
 // FindUsers lists users ordered by (created_at, id) after f.After.
@@ -106,5 +106,5 @@ func (s *UserStore) FindUsers(ctx context.Context, f ports.UserFilter) ([]domain
 	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list users: %w", err)
 	}
-	return mapRows(rows, userFromRow), nil
+	return restoreRows(rows, userFromRow)
 }

@@ -52,11 +52,11 @@ func webhookFromRow(r webhookRow) (domain.Webhook, error) {
 	if err != nil {
 		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
 	}
-	return domain.Webhook{
+	return domain.RestoreWebhook(domain.Webhook{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, URL: r.URL, Events: evs, Active: r.Active,
 		Secret: r.Secret, PreviousSecret: r.PreviousSecret.String, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt.Ptr(),
 		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
-	}, nil
+	})
 }
 
 func webhooksFromRows(rows []webhookRow) ([]domain.Webhook, error) {

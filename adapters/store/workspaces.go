@@ -20,8 +20,8 @@ func workspaceToRow(w domain.Workspace) workspaceRow {
 	return workspaceRow{ID: w.ID, Name: w.Name, CreatedAt: Time(w.CreatedAt)}
 }
 
-func workspaceFromRow(r workspaceRow) domain.Workspace {
-	return domain.Workspace{ID: r.ID, Name: r.Name, CreatedAt: timeOf(r.CreatedAt)}
+func workspaceFromRow(r workspaceRow) (domain.Workspace, error) {
+	return domain.RestoreWorkspace(domain.Workspace{ID: r.ID, Name: r.Name, CreatedAt: timeOf(r.CreatedAt)})
 }
 
 // WorkspaceStore persists workspaces.
@@ -47,7 +47,7 @@ func (s *WorkspaceStore) FindWorkspaceByID(ctx context.Context, id string) (doma
 	if err := s.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return domain.Workspace{}, notFoundOr(err, "workspace", id)
 	}
-	return workspaceFromRow(row), nil
+	return workspaceFromRow(row)
 }
 
 // ListWorkspaces lists every workspace, oldest first.
@@ -56,7 +56,7 @@ func (s *WorkspaceStore) ListWorkspaces(ctx context.Context) ([]domain.Workspace
 	if err := s.db.conn(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list workspaces: %w", err)
 	}
-	return mapRows(rows, workspaceFromRow), nil
+	return restoreRows(rows, workspaceFromRow)
 }
 
 // CountWorkspaces counts every workspace.
