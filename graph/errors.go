@@ -92,10 +92,13 @@ func withGraphParam(e *domain.Error, path ast.Path) *domain.Error {
 	return &domain.Error{Code: e.Code, Message: e.Message, Param: param}
 }
 
-// graphParams are the REST names whose GraphQL names are not their camelCase.
+// graphParams are the REST names whose GraphQL names are not their
+// camelCase: the one place GraphQL renames the core's params.
 var graphParams = map[string]string{
-	"limit":  "first",
-	"cursor": "after",
+	"limit":          "first",
+	"cursor":         "after",
+	"type":           "types", // Query.events and Subscription.events take a list
+	"starting_after": "after", // Subscription.events(after:)
 }
 
 // graphParam is the GraphQL name of a domain param: the page parameters'

@@ -5,71 +5,45 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
+	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/model"
 )
 
-// eventDocument is the part of an event's JSON document (the payload its
-// deliveries carry) that the Event type shows as fields.
-type eventDocument struct {
-	Data struct {
-		ID         string  `json:"id"`
-		ProjectID  string  `json:"project_id"`
-		Title      string  `json:"title"`
-		Status     string  `json:"status"`
-		AssigneeID *string `json:"assignee_id"`
-		DueAt      *string `json:"due_at"`
-		Name       string  `json:"name"`
-		Key        string  `json:"key"`
-		TaskCount  int     `json:"task_count"`
-		CreatedAt  string  `json:"created_at"`
-		UpdatedAt  string  `json:"updated_at"`
-	} `json:"data"`
+// eventPayload is an event's JSON document (the payload its deliveries
+// carry), with data in the shape of the resource it is about (T: wire.Task
+// or wire.Project), so that GraphQL reads what REST and webhooks write.
+type eventPayload[T any] struct {
+	Data               T               `json:"data"`
 	PreviousAttributes json.RawMessage `json:"previous_attributes"`
 }
 
-func documentOf(e *domain.LoggedEvent) (eventDocument, error) {
-	var d eventDocument
-	if err := json.Unmarshal(e.Payload, &d); err != nil {
-		return d, fmt.Errorf("graph: event %s: %w", e.ID, err)
+func payloadOf[T any](e *domain.LoggedEvent) (eventPayload[T], error) {
+	var p eventPayload[T]
+	if err := json.Unmarshal(e.Payload, &p); err != nil {
+		return p, fmt.Errorf("graph: event %s: %w", e.ID, err)
 	}
-	return d, nil
+	return p, nil
 }
-
-func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
 
 // eventTask is the task as a task.* event's data shows it.
 func eventTask(e *domain.LoggedEvent) (*domain.Task, error) {
 	if !strings.HasPrefix(string(e.Type), "task.") {
 		return nil, nil
 	}
-	d, err := documentOf(e)
+	p, err := payloadOf[wire.Task](e)
 	if err != nil {
 		return nil, err
 	}
-	t := &domain.Task{
-		ID: d.Data.ID, WorkspaceID: e.WorkspaceID, ProjectID: d.Data.ProjectID, Title: d.Data.Title,
-		Status: domain.Status(d.Data.Status), AssigneeID: d.Data.AssigneeID,
+	t, err := p.Data.Task(e.WorkspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("graph: event %s: %w", e.ID, err)
 	}
-	if t.CreatedAt, err = parseTime(d.Data.CreatedAt); err != nil {
-		return nil, err
-	}
-	if t.UpdatedAt, err = parseTime(d.Data.UpdatedAt); err != nil {
-		return nil, err
-	}
-	if d.Data.DueAt != nil {
-		due, err := parseTime(*d.Data.DueAt)
-		if err != nil {
-			return nil, err
-		}
-		t.DueAt = &due
-	}
-	return t, nil
+	return &t, nil
 }
 
 // eventProject is the project as a project.* event's data shows it.
@@ -77,18 +51,24 @@ func eventProject(e *domain.LoggedEvent) (*domain.Project, error) {
 	if !strings.HasPrefix(string(e.Type), "project.") {
 		return nil, nil
 	}
-	d, err := documentOf(e)
+	p, err := payloadOf[wire.Project](e)
 	if err != nil {
 		return nil, err
 	}
-	p := &domain.Project{ID: d.Data.ID, WorkspaceID: e.WorkspaceID, Name: d.Data.Name, Key: d.Data.Key, TaskCount: d.Data.TaskCount}
-	if p.CreatedAt, err = parseTime(d.Data.CreatedAt); err != nil {
+	pr, err := p.Data.Project(e.WorkspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("graph: event %s: %w", e.ID, err)
+	}
+	return &pr, nil
+}
+
+// previousAttributes is the payload's previous_attributes, nil when absent.
+func previousAttributes(e *domain.LoggedEvent) (json.RawMessage, error) {
+	p, err := payloadOf[json.RawMessage](e)
+	if err != nil || len(p.PreviousAttributes) == 0 {
 		return nil, err
 	}
-	if p.UpdatedAt, err = parseTime(d.Data.UpdatedAt); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p.PreviousAttributes, nil
 }
 
 func eventConnection(p domain.Page[domain.LoggedEvent]) *model.EventConnection {
@@ -101,7 +81,7 @@ func eventConnection(p domain.Page[domain.LoggedEvent]) *model.EventConnection {
 // ends on the core's account (subscriber_too_slow) ends with an error
 // message after its events.
 func subscribeEvents(ctx context.Context, a *app.App, types []domain.EventType, projectID *string, after *string) <-chan *domain.LoggedEvent {
-	req := app.SubscribeRequest{TypesParam: "types", ProjectID: projectID, ProjectParam: "projectId", After: after, AfterParam: "after"}
+	req := app.SubscribeRequest{ProjectID: projectID, After: after}
 	for _, t := range types {
 		req.Types = append(req.Types, string(t))
 	}

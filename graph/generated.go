@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/model"
 )

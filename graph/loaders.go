@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/vikstrous/dataloadgen"
@@ -21,13 +22,24 @@ type loaders struct {
 	users     *dataloadgen.Loader[string, domain.User]
 	projects  *dataloadgen.Loader[string, domain.Project]
 	taskPages *dataloadgen.Loader[taskPageKey, domain.Page[domain.Task]]
+
+	mu sync.Mutex
+	// lists are the lists of projects the request returned, by the id of
+	// each project in them (see prefetchSiblings).
+	lists map[string]*projectList
 }
 
 // taskPageKey is one Project.tasks call: the project and the field's
-// arguments. withAssignees says the selection reads the tasks' assignees, so
-// the page's batch also queues those users at once (see newLoaders).
+// arguments.
 type taskPageKey struct {
-	projectID     string
+	projectID string
+	args      taskPageArgs
+}
+
+// taskPageArgs are the arguments of a Project.tasks field, as gqlgen decoded
+// them. withAssignees says the selection reads the tasks' assignees, so the
+// page's batch also queues those users at once (see newLoaders).
+type taskPageArgs struct {
 	status        domain.Status // "" matches every status
 	assigneeID    string
 	hasAssignee   bool
@@ -35,32 +47,40 @@ type taskPageKey struct {
 	withAssignees bool
 }
 
-func newTaskPageKey(projectID string, req domain.PageRequest, status *domain.Status, assigneeID *string, withAssignees bool) taskPageKey {
-	k := taskPageKey{projectID: projectID, page: req, withAssignees: withAssignees}
+func newTaskPageArgs(req domain.PageRequest, status *domain.Status, assigneeID *string, withAssignees bool) taskPageArgs {
+	a := taskPageArgs{page: req, withAssignees: withAssignees}
 	if status != nil {
-		k.status = *status
+		a.status = *status
 	}
 	if assigneeID != nil {
-		k.assigneeID, k.hasAssignee = *assigneeID, true
+		a.assigneeID, a.hasAssignee = *assigneeID, true
 	}
-	return k
+	return a
 }
 
-func (k taskPageKey) filter() app.TaskListFilter {
+func (a taskPageArgs) filter() app.TaskListFilter {
 	var f app.TaskListFilter
-	if k.status != "" {
-		s := k.status
+	if a.status != "" {
+		s := a.status
 		f.Status = &s
 	}
-	if k.hasAssignee {
-		a := k.assigneeID
-		f.AssigneeID = &a
+	if a.hasAssignee {
+		id := a.assigneeID
+		f.AssigneeID = &id
 	}
 	return f
 }
 
+// projectList is one list of projects a resolver returned: the ids in it,
+// and the Project.tasks arguments whose pages were loaded for all of them.
+type projectList struct {
+	ids []string
+	mu  sync.Mutex // held while a prefetch runs, so that its siblings wait for it
+	got map[taskPageArgs]bool
+}
+
 func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
-	l := &loaders{app: a, who: who}
+	l := &loaders{app: a, who: who, lists: map[string]*projectList{}}
 	opt := dataloadgen.WithWait(wait)
 	l.users = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]domain.User, []error) {
 		users, err := a.Users.GetMany(ctx, who, ids)
@@ -76,7 +96,7 @@ func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
 		// goroutine, so that they land in one users batch whatever the
 		// timing of the Task.assignee resolvers, which then find them cached.
 		for i, k := range keys {
-			if !k.withAssignees {
+			if !k.args.withAssignees {
 				continue
 			}
 			for _, t := range pages[i].Items {
@@ -93,19 +113,53 @@ func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
 func (l *loaders) listTaskPages(ctx context.Context, keys []taskPageKey) ([]domain.Page[domain.Task], []error) {
 	reqs := make([]app.TaskListRequest, len(keys))
 	for i, k := range keys {
-		reqs[i] = app.TaskListRequest{ProjectID: k.projectID, Filter: k.filter(), Page: k.page}
+		reqs[i] = app.TaskListRequest{ProjectID: k.projectID, Filter: k.args.filter(), Page: k.args.page}
 	}
 	return l.app.Tasks.ListMany(ctx, l.who, reqs)
 }
 
+// listed remembers ps as one list of projects, so that the first of their
+// Project.tasks fields loads the pages of all of them (prefetchSiblings).
+func (l *loaders) listed(ps []domain.Project) {
+	list := &projectList{ids: make([]string, len(ps)), got: map[taskPageArgs]bool{}}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, p := range ps {
+		list.ids[i] = p.ID
+		l.lists[p.ID] = list
+	}
+}
+
+// taskPage is the page a Project.tasks field asks for. The first such field
+// of a list of projects loads the page with the same arguments of every
+// project of the list, in one statement, and the others find theirs cached:
+// left to the dataloader's timer, the batches would be whatever it
+// gathered, two or more under CPU load, and every level of the query would
+// wait for a timer.
+func (l *loaders) taskPage(ctx context.Context, key taskPageKey) (domain.Page[domain.Task], error) {
+	l.mu.Lock()
+	list := l.lists[key.projectID]
+	l.mu.Unlock()
+	if list != nil {
+		list.mu.Lock()
+		if !list.got[key.args] {
+			list.got[key.args] = true
+			keys := make([]taskPageKey, len(list.ids))
+			for i, id := range list.ids {
+				keys[i] = taskPageKey{projectID: id, args: key.args}
+			}
+			l.prefetchTaskPages(ctx, keys)
+		}
+		list.mu.Unlock()
+	}
+	return l.taskPages.Load(ctx, key)
+}
+
 // prefetchTaskPages loads the task pages of keys, and the assignees of their
 // tasks when a key asks for them, now, in one statement each, and caches
-// them for the Project.tasks and Task.assignee resolvers that follow. The
-// Projects resolver calls it with every page its projects' tasks fields
-// will ask for: otherwise the batches would be whatever the dataloaders'
-// timers gathered, two or more under CPU load, and every level of the query
-// would wait for a timer. A page or user that failed is left out of the
-// cache, so that its resolver loads it again and reports the error in place.
+// them for the Project.tasks and Task.assignee resolvers that follow. A page
+// or user that failed is left out of the cache, so that its resolver loads
+// it again and reports the error in place.
 func (l *loaders) prefetchTaskPages(ctx context.Context, keys []taskPageKey) {
 	if len(keys) == 0 {
 		return
@@ -118,7 +172,7 @@ func (l *loaders) prefetchTaskPages(ctx context.Context, keys []taskPageKey) {
 			continue
 		}
 		l.taskPages.Prime(k, pages[i])
-		if !k.withAssignees {
+		if !k.args.withAssignees {
 			continue
 		}
 		for _, t := range pages[i].Items {
@@ -180,4 +234,7 @@ func (l *loaders) forget() {
 	l.users.ClearAll()
 	l.projects.ClearAll()
 	l.taskPages.ClearAll()
+	l.mu.Lock()
+	clear(l.lists)
+	l.mu.Unlock()
 }

@@ -22,11 +22,7 @@ func (r *eventResolver) Project(ctx context.Context, obj *domain.LoggedEvent) (*
 }
 
 func (r *eventResolver) PreviousAttributes(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error) {
-	d, err := documentOf(obj)
-	if err != nil || len(d.PreviousAttributes) == 0 {
-		return nil, err
-	}
-	return d.PreviousAttributes, nil
+	return previousAttributes(obj)
 }
 
 func (r *eventResolver) Payload(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error) {
@@ -111,13 +107,13 @@ func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string, p
 func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error) {
 	l := loadersOf(ctx)
 	l.primeProjects(*obj)
-	key := newTaskPageKey(obj.ID, pageRequest(first, after), status, assigneeID, selectsTaskAssignee(ctx))
-	page, err := l.taskPages.Load(ctx, key)
+	args := newTaskPageArgs(pageRequest(first, after), status, assigneeID, selectsTaskAssignee(ctx))
+	page, err := l.taskPage(ctx, taskPageKey{projectID: obj.ID, args: args})
 	if err != nil {
 		return nil, err
 	}
 	// The project is primed above; the assignees, when selected, are queued.
-	return l.taskConnection(ctx, page, taskRefs{assignee: key.withAssignees}), nil
+	return l.taskConnection(ctx, page, taskRefs{assignee: args.withAssignees}), nil
 }
 
 func (r *queryResolver) Me(ctx context.Context) (*domain.User, error) {
@@ -143,7 +139,7 @@ func (r *queryResolver) Projects(ctx context.Context, first *int, after *string)
 	}
 	l := loadersOf(ctx)
 	l.primeProjects(page.Items...)
-	l.prefetchTaskPages(ctx, projectTaskPages(ctx, page.Items))
+	l.listed(page.Items)
 	return projectConnection(page), nil
 }
 
@@ -180,7 +176,7 @@ func (r *queryResolver) Webhook(ctx context.Context, id string) (*domain.Webhook
 }
 
 func (r *queryResolver) Events(ctx context.Context, first *int, after *string, types []domain.EventType, projectID *string) (*model.EventConnection, error) {
-	req := app.EventListRequest{Page: pageRequest(first, after), TypesParam: "types", ProjectID: projectID}
+	req := app.EventListRequest{Page: pageRequest(first, after), ProjectID: projectID}
 	for _, t := range types {
 		req.Types = append(req.Types, string(t))
 	}

@@ -590,7 +590,7 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 		n := 10 + more
 		// Resume after the last one received: the rest, exactly.
 		last := got[len(got)-1]
-		resumed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{After: &last, AfterParam: "after"})
+		resumed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{After: &last})
 		if err != nil {
 			t.Fatal(err)
 		}

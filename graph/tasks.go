@@ -16,11 +16,11 @@ type taskRefs struct{ project, assignee bool }
 // node that may be one), selects of it, fragments included.
 func selectedTaskRefs(ctx context.Context) taskRefs {
 	var refs taskRefs
-	for _, f := range graphql.CollectFieldsCtx(ctx, []string{"Task", "Node"}) {
+	for _, f := range graphql.CollectFieldsCtx(ctx, []string{typeTask, typeNode}) {
 		switch f.Name {
-		case "project":
+		case fieldProject:
 			refs.project = true
-		case "assignee":
+		case fieldAssignee:
 			refs.assignee = true
 		}
 	}

@@ -4,6 +4,7 @@
 package wire
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -103,4 +104,51 @@ func FromTask(t domain.Task) Task {
 		AssigneeID: t.AssigneeID, DueAt: TimePtr(t.DueAt),
 		CreatedAt: Time(t.CreatedAt), UpdatedAt: Time(t.UpdatedAt),
 	}
+}
+
+// parseTime reads an instant of the one wire format back.
+func parseTime(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("wire: %s %q: %w", field, s, err)
+	}
+	return t, nil
+}
+
+// Task is the task this representation shows, in workspaceID, checked by
+// the domain (domain.RestoreTask): what an event's payload recorded.
+func (t Task) Task(workspaceID string) (domain.Task, error) {
+	out := domain.Task{
+		ID: t.ID, WorkspaceID: workspaceID, ProjectID: t.ProjectID, Title: t.Title,
+		Status: domain.Status(t.Status), AssigneeID: t.AssigneeID,
+	}
+	var err error
+	if out.CreatedAt, err = parseTime("created_at", t.CreatedAt); err != nil {
+		return domain.Task{}, err
+	}
+	if out.UpdatedAt, err = parseTime("updated_at", t.UpdatedAt); err != nil {
+		return domain.Task{}, err
+	}
+	if t.DueAt != nil {
+		due, err := parseTime("due_at", *t.DueAt)
+		if err != nil {
+			return domain.Task{}, err
+		}
+		out.DueAt = &due
+	}
+	return domain.RestoreTask(out)
+}
+
+// Project is the project this representation shows, in workspaceID, checked
+// by the domain (domain.RestoreProject): what an event's payload recorded.
+func (p Project) Project(workspaceID string) (domain.Project, error) {
+	out := domain.Project{ID: p.ID, WorkspaceID: workspaceID, Name: p.Name, Key: p.Key, TaskCount: p.TaskCount}
+	var err error
+	if out.CreatedAt, err = parseTime("created_at", p.CreatedAt); err != nil {
+		return domain.Project{}, err
+	}
+	if out.UpdatedAt, err = parseTime("updated_at", p.UpdatedAt); err != nil {
+		return domain.Project{}, err
+	}
+	return domain.RestoreProject(out)
 }

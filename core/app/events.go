@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -32,12 +31,47 @@ func NewEvents(d EventsDeps) *Events {
 // event StartingAfter (not both), optionally filtered by type and project.
 type EventListRequest struct {
 	Page domain.PageRequest
-	// Types keeps the events of any of these types (REST sends one, param
-	// "type"; GraphQL a list, param "types"); empty keeps every type.
+	// Types keeps the events of any of these types (REST sends one, GraphQL
+	// a list); empty keeps every type. Errors name it param "type".
 	Types         []string
-	TypesParam    string
 	ProjectID     *string
 	StartingAfter *string
+}
+
+// parseEventTypes checks the type filter an event list and a subscription
+// share (param "type"), duplicates collapsed.
+func parseEventTypes(names []string) ([]domain.EventType, error) {
+	var types []domain.EventType
+	for _, name := range names {
+		t, err := domain.ParseEventType("type", name)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types, nil
+}
+
+// eventProject checks the project filter an event list and a subscription
+// share (param "project_id"): a project of the caller's workspace, or nil.
+func eventProject(ctx context.Context, projects ports.ProjectStore, a domain.Actor, projectID *string) (*string, error) {
+	if projectID == nil {
+		return nil, nil
+	}
+	invalid := domain.Invalid("project_id", "Must be the id of a project of this workspace.")
+	if !domain.IsID(*projectID, domain.PrefixProject) {
+		return nil, invalid
+	}
+	if _, err := projects.FindProjectByID(ctx, a.WorkspaceID, *projectID); err != nil {
+		if domain.IsCode(err, domain.CodeNotFound) {
+			return nil, invalid
+		}
+		return nil, err
+	}
+	p := *projectID
+	return &p, nil
 }
 
 func eventListScope(workspaceID string, types []domain.EventType, project *string) string {
@@ -63,33 +97,19 @@ func (s *Events) List(ctx context.Context, a domain.Actor, r EventListRequest) (
 	if err := a.Require(domain.PermRead); err != nil {
 		return none, err
 	}
-	var types []domain.EventType
-	for _, name := range r.Types {
-		t, err := domain.ParseEventType(cmp.Or(r.TypesParam, "type"), name)
-		if err != nil {
-			return none, err
-		}
-		if !slices.Contains(types, t) {
-			types = append(types, t)
-		}
+	types, err := parseEventTypes(r.Types)
+	if err != nil {
+		return none, err
 	}
 	k, err := r.Page.Keyset(eventListScope(a.WorkspaceID, types, r.ProjectID))
 	if err != nil {
 		return none, err
 	}
-	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows(), Types: types}
-	if r.ProjectID != nil {
-		if !domain.IsID(*r.ProjectID, domain.PrefixProject) {
-			return none, domain.Invalid("project_id", "Must be the id of a project of this workspace.")
-		}
-		if _, err := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, *r.ProjectID); err != nil {
-			if domain.IsCode(err, domain.CodeNotFound) {
-				return none, domain.Invalid("project_id", "Must be the id of a project of this workspace.")
-			}
-			return none, err
-		}
-		f.ProjectID = r.ProjectID
+	project, err := eventProject(ctx, s.d.Projects, a, r.ProjectID)
+	if err != nil {
+		return none, err
 	}
+	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows(), Types: types, ProjectID: project}
 	if _, err := s.d.Log.PositionEvents(ctx); err != nil {
 		return none, err
 	}

@@ -110,14 +110,12 @@ func NewLive(d LiveDeps, logged *Signal, o LiveOptions) *Live {
 // SubscribeRequest is one subscription: the events of the caller's
 // workspace of any of Types (all when empty) in ProjectID (any when nil),
 // from the one after the event After, or, without it, from the next to
-// commit. The *Param fields name the arguments in validation errors.
+// commit. Validation errors name them as GET /v1/events does: type,
+// project_id and starting_after.
 type SubscribeRequest struct {
-	Types        []string
-	TypesParam   string
-	ProjectID    *string
-	ProjectParam string
-	After        *string
-	AfterParam   string
+	Types     []string
+	ProjectID *string
+	After     *string
 	// Ended, when set, is told why a feed that did not end with its
 	// context ended (subscriber_too_slow, or a failure to read the log),
 	// just before its channel closes.
@@ -155,28 +153,12 @@ func (l *Live) Subscribe(ctx context.Context, a domain.Actor, r SubscribeRequest
 		return nil, err
 	}
 	s := &subscriber{workspaceID: a.WorkspaceID, keyID: a.KeyID}
-	for _, name := range r.Types {
-		t, err := domain.ParseEventType(r.TypesParam, name)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(s.types, t) {
-			s.types = append(s.types, t)
-		}
+	var err error
+	if s.types, err = parseEventTypes(r.Types); err != nil {
+		return nil, err
 	}
-	if r.ProjectID != nil {
-		invalid := domain.Invalid(r.ProjectParam, "Must be the id of a project of this workspace.")
-		if !domain.IsID(*r.ProjectID, domain.PrefixProject) {
-			return nil, invalid
-		}
-		if _, err := l.d.Projects.FindProjectByID(ctx, a.WorkspaceID, *r.ProjectID); err != nil {
-			if domain.IsCode(err, domain.CodeNotFound) {
-				return nil, invalid
-			}
-			return nil, err
-		}
-		p := *r.ProjectID
-		s.projectID = &p
+	if s.projectID, err = eventProject(ctx, l.d.Projects, a, r.ProjectID); err != nil {
+		return nil, err
 	}
 	from, err := l.start(ctx, a, r)
 	if err != nil {
@@ -200,7 +182,7 @@ func (l *Live) start(ctx context.Context, a domain.Actor, r SubscribeRequest) (i
 	if r.After == nil {
 		return l.d.Log.LastPosition(ctx)
 	}
-	invalid := domain.Invalid(r.AfterParam, "Must be the id of an event of this workspace still in the log.")
+	invalid := domain.Invalid("starting_after", "Must be the id of an event of this workspace still in the log.")
 	if !domain.IsID(*r.After, domain.PrefixEvent) {
 		return 0, invalid
 	}

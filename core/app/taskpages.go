@@ -42,24 +42,13 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 	var filters []ports.TaskFilter
 	var asked []int // asked[j] is the request filters[j] answers
 	for i, r := range reqs {
-		if !domain.IsID(r.ProjectID, domain.PrefixProject) {
-			errs[i] = domain.NotFound("project", r.ProjectID)
-			continue
-		}
-		if err := r.Filter.validate(); err != nil {
-			errs[i] = err
-			continue
-		}
-		k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, r.Filter))
+		q, k, err := taskListQuery(a, r)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
 		keysets[i] = k
-		filters = append(filters, ports.TaskFilter{
-			WorkspaceID: a.WorkspaceID, ProjectID: r.ProjectID, Status: r.Filter.Status, AssigneeID: r.Filter.AssigneeID,
-			After: k.After, Limit: k.Rows(),
-		})
+		filters = append(filters, q)
 		asked = append(asked, i)
 	}
 	if len(filters) == 0 {

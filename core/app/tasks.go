@@ -132,24 +132,11 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 	if err := a.Require(domain.PermRead); err != nil {
 		return none, err
 	}
-	// A bad page size or filter is the request's fault whatever the project.
-	if _, err := req.Size(); err != nil {
-		return none, err
-	}
-	if err := f.validate(); err != nil {
-		return none, err
-	}
-	if !domain.IsID(projectID, domain.PrefixProject) {
-		return none, domain.NotFound("project", projectID)
-	}
-	k, err := req.Keyset(taskListScope(a.WorkspaceID, projectID, f))
+	q, k, err := taskListQuery(a, TaskListRequest{ProjectID: projectID, Filter: f, Page: req})
 	if err != nil {
 		return none, err
 	}
-	tasks, err := s.d.Tasks.FindTasks(ctx, ports.TaskFilter{
-		WorkspaceID: a.WorkspaceID, ProjectID: projectID, Status: f.Status, AssigneeID: f.AssigneeID,
-		After: k.After, Limit: k.Rows(),
-	})
+	tasks, err := s.d.Tasks.FindTasks(ctx, q)
 	if err != nil {
 		return none, err
 	}
@@ -162,6 +149,31 @@ func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f Ta
 		}
 	}
 	return domain.NewPage(tasks, k, domain.Task.Position), nil
+}
+
+// taskListQuery checks one task list request and makes its store query and
+// keyset: the rules List and ListMany share, in one order. A bad page size
+// or filter is the request's fault whatever the project; an ill-formed
+// project id is an absent project; then the cursor must belong to this
+// list.
+func taskListQuery(a domain.Actor, r TaskListRequest) (ports.TaskFilter, domain.Keyset, error) {
+	if _, err := r.Page.Size(); err != nil {
+		return ports.TaskFilter{}, domain.Keyset{}, err
+	}
+	if err := r.Filter.validate(); err != nil {
+		return ports.TaskFilter{}, domain.Keyset{}, err
+	}
+	if !domain.IsID(r.ProjectID, domain.PrefixProject) {
+		return ports.TaskFilter{}, domain.Keyset{}, domain.NotFound("project", r.ProjectID)
+	}
+	k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, r.Filter))
+	if err != nil {
+		return ports.TaskFilter{}, domain.Keyset{}, err
+	}
+	return ports.TaskFilter{
+		WorkspaceID: a.WorkspaceID, ProjectID: r.ProjectID, Status: r.Filter.Status, AssigneeID: r.Filter.AssigneeID,
+		After: k.After, Limit: k.Rows(),
+	}, k, nil
 }
 
 // Update applies a merge patch to a task under the status rules of the
