@@ -60,8 +60,11 @@ func guarded(t *testing.T, cooldown time.Duration) (*redistest.Server, *counting
 	t.Cleanup(func() { _ = client.Close() })
 	inner := &counting{next: ratelimit.NewRedis(client, "guard-test:")}
 	logs := &syncBuffer{}
+	// The timeout is the production default's five times: under -race on
+	// two busy cores a healthy Redis call took more than 50ms now and then,
+	// and a hung one is refused after 250ms just the same.
 	g := ratelimit.NewGuard(inner, ratelimit.GuardOptions{
-		Timeout: 50 * time.Millisecond, Failures: 3, Cooldown: cooldown,
+		Timeout: 250 * time.Millisecond, Failures: 3, Cooldown: cooldown,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	return srv, inner, g, logs
