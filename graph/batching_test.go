@@ -70,7 +70,7 @@ func countNested(t *testing.T, db *store.DB, projects, tasks int) []string {
 	return stmts
 }
 
-// TestNestedQueryCostsConstantStatements is contract section 9's batching:
+// TestNestedQueryCostsConstantStatements is the batching of docs/api.md#graphql:
 // 20 projects × 50 tasks with their assignees and projects cost what 2 × 3
 // cost. The statements are: the page of projects, one UNION ALL for every
 // project's page of tasks, one lookup of the assignees (Task.project is

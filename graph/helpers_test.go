@@ -93,7 +93,7 @@ func (r *result) ok(t *testing.T) map[string]any {
 }
 
 // expectError fails unless the response's only error has the code, and the
-// param when one is given (and no param otherwise), with the contract's
+// param when one is given (and no param otherwise), with the
 // extensions: type, code, request_id equal to X-Request-Id.
 func (r *result) expectError(t *testing.T, code, param string) gqlError {
 	t.Helper()

@@ -131,7 +131,7 @@ func TestRequestErrors(t *testing.T) {
 	})
 }
 
-// POST /graphql does not take Idempotency-Key (contract section 10): the
+// POST /graphql does not take Idempotency-Key (docs/api.md#idempotent-requests): the
 // header is ignored, so a repeated mutation runs again.
 func TestIdempotencyKeyIgnored(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {

@@ -17,7 +17,7 @@ import (
 // (loaders.taskConnection), so nothing is gained by running tasks side by
 // side, and the tool refuses a type with a field that runs concurrently.
 //
-// It keeps MarshalSliceConcurrently's contract: each element gets a field
+// It behaves as MarshalSliceConcurrently does: each element gets a field
 // context with its index, and every element is marshalled; a panic in one is
 // recovered and reported as that element's error, and nulls the list.
 func marshalInOrder(ctx context.Context, n int, marshal func(ctx context.Context, i int) graphql.Marshaler) graphql.Array {

@@ -679,7 +679,7 @@ func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
 	})
 }
 
-// Bad input over a socket (contract section 15) never crashes the server
+// Bad input over a socket (docs/api.md#under-load-and-faults) never crashes the server
 // or gets an internal error: each is answered with the protocol's close
 // code or an error, and the server goes on serving.
 func TestWebSocketBadInput(t *testing.T) {

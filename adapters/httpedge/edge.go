@@ -121,7 +121,7 @@ func New(auth Authenticator, opts Options) *Edge {
 
 	// Unknown routes and methods under the APIs are answered after
 	// authentication, as Stripe does: an anonymous caller learns nothing.
-	// They are answered with the spec's error object, whichever the API.
+	// They are answered with the API's error object, whichever the API.
 	e.NoRoute(s.unmatched(func(c *gin.Context) {
 		ErrorObject.Abort(c, domain.Errorf(wire.CodeRouteNotFound, "Unrecognized request URL (%s %s).", c.Request.Method, c.Request.URL.Path))
 	}))

@@ -14,7 +14,7 @@ import (
 // closed the connection before the answer; net/http has no name for it.
 const StatusClientClosedRequest = 499
 
-// statusOf is the one map from error code to HTTP status (contract section 4).
+// statusOf is the one map from error code to HTTP status (docs/api.md#errors).
 var statusOf = map[domain.Code]int{
 	domain.CodeMissingAPIKey:           http.StatusUnauthorized,
 	domain.CodeInvalidAPIKey:           http.StatusUnauthorized,
@@ -46,11 +46,11 @@ func StatusOf(code domain.Code) int {
 
 // Renderer writes an error response in one API's shape and aborts the chain.
 // Each API picks its renderer where it mounts (Edge.API): REST answers with
-// the spec's error object, GraphQL with a GraphQL-shaped body, so that the
+// the API's error object, GraphQL with a GraphQL-shaped body, so that the
 // shared middleware answers each API in its own shape.
 type Renderer func(c *gin.Context, status int, e *domain.Error, requestID string)
 
-// ErrorObject renders the spec's error object, {"error": {type, code,
+// ErrorObject renders the API's error object, {"error": {type, code,
 // message, param, request_id}}: the REST API's shape, and the edge's own for
 // paths no API owns (unknown routes, health checks).
 var ErrorObject Renderer = errorObject

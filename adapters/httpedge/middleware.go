@@ -28,7 +28,7 @@ const (
 	// still logs it as 499).
 	clientClosedKey = "worktrack.clientClosed"
 
-	// MaxBodyBytes is the largest request body accepted (contract section 4).
+	// MaxBodyBytes is the largest request body accepted (docs/api.md#errors).
 	MaxBodyBytes = 1 << 20
 )
 
@@ -52,7 +52,7 @@ func (s *Edge) requestID(c *gin.Context) {
 }
 
 // accessLog writes one JSON line per request, at info; a request whose client
-// went away before its answer is logged as 499 (contract section 15), never
+// went away before its answer is logged as 499 (docs/api.md#under-load-and-faults), never
 // as the 5xx its interrupted work may have produced. The attributes are
 // slog.Attr values on the stack (LogAttrs), not key-value pairs boxed into a
 // []any, so that the line costs the handler's encoding and little else.

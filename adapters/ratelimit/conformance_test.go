@@ -9,7 +9,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/edgeport"
 )
 
-// subject is one implementation under the contract suite, with the clock its
+// subject is one implementation under the conformance suite, with the clock its
 // windows run on.
 type subject struct {
 	limiter edgeport.RateLimiter
@@ -68,10 +68,10 @@ func (realClock) Now() time.Time          { return time.Now() }
 func (realClock) Advance(d time.Duration) { time.Sleep(d) }
 func (realClock) Virtual() bool           { return false }
 
-// runContract runs the edgeport.RateLimiter contract against the subjects that
+// runConformance runs the edgeport.RateLimiter conformance suite against the subjects that
 // newSubject makes, a fresh one (fresh limiter or fresh key prefix) for every
 // test so the tests can run in parallel.
-func runContract(t *testing.T, newSubject func(t *testing.T) subject) {
+func runConformance(t *testing.T, newSubject func(t *testing.T) subject) {
 	t.Helper()
 	ctx := context.Background()
 	const long = time.Minute

@@ -9,9 +9,9 @@ import (
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 )
 
-func TestMemoryContract(t *testing.T) {
+func TestMemoryConformance(t *testing.T) {
 	t.Parallel()
-	runContract(t, func(*testing.T) subject {
+	runConformance(t, func(*testing.T) subject {
 		return subject{
 			limiter:     ratelimit.NewMemory(),
 			clock:       newFakeClock(),

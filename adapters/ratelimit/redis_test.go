@@ -50,10 +50,10 @@ func uniquePrefix(tb testing.TB, client redis.UniversalClient) string {
 	return prefix
 }
 
-func TestRedisContract(t *testing.T) {
+func TestRedisConformance(t *testing.T) {
 	t.Parallel()
 	client := realRedis(t)
-	runContract(t, func(t *testing.T) subject {
+	runConformance(t, func(t *testing.T) subject {
 		return subject{
 			limiter: ratelimit.NewRedis(client, uniquePrefix(t, client)),
 			clock:   realClock{},
@@ -65,13 +65,13 @@ func TestRedisContract(t *testing.T) {
 	})
 }
 
-// TestRedisContractMiniredis runs the same suite on an in-process fake
+// TestRedisConformanceMiniredis runs the same suite on an in-process fake
 // server whose clock the test drives, so the Redis code path is exercised
 // exactly (window boundaries to the millisecond) even without a server. It
-// does not replace TestRedisContract.
-func TestRedisContractMiniredis(t *testing.T) {
+// does not replace TestRedisConformance.
+func TestRedisConformanceMiniredis(t *testing.T) {
 	t.Parallel()
-	runContract(t, func(t *testing.T) subject {
+	runConformance(t, func(t *testing.T) subject {
 		mr := miniredis.RunT(t)
 		client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		t.Cleanup(func() { _ = client.Close() })

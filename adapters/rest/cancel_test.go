@@ -99,7 +99,7 @@ func logLines(t *testing.T, raw []byte) []logLine {
 	return out
 }
 
-// Contract section 15: clients that disconnect while their query runs are
+// docs/api.md#under-load-and-faults: clients that disconnect while their query runs are
 // logged as 499 at info, never as a server error, and leave no broken
 // connection in the pool: the requests that follow, and the webhook
 // dispatcher, meet no error. On both databases, through a real HTTP server

@@ -39,7 +39,7 @@ func fuzzEnv(f *testing.F) (*apitest.Env, string, string) {
 }
 
 // serve sends req through the real router and fails on a 5xx or an answer
-// that is not the contract's JSON.
+// that is not the documented JSON.
 func serve(t *testing.T, e *apitest.Env, req *http.Request) int {
 	t.Helper()
 	rec := httptest.NewRecorder()

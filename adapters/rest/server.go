@@ -1,5 +1,5 @@
 // Package rest is the gin REST adapter: routing under /v1, request decoding
-// and the spec's snake_case representations, mounted on the shared HTTP edge
+// and the API's snake_case representations, mounted on the shared HTTP edge
 // (adapters/httpedge). Handlers are thin: decode, call one core service,
 // encode, and return any error for the edge to render.
 package rest
@@ -33,7 +33,7 @@ type Server struct {
 
 // Mount serves the REST API under /v1 on the edge, behind the edge's chain
 // (authentication, rate limit, body limits) and idempotent POSTs, its errors
-// rendered as the spec's error object.
+// rendered as the API's error object.
 func Mount(edge *httpedge.Edge, a *app.App, opts Options) *Server {
 	s := &Server{app: a, api: edge.API(Prefix, httpedge.ErrorObject)}
 	edge.Engine().GET(Prefix+"/openapi.json", serveOpenAPI)

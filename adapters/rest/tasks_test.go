@@ -123,7 +123,7 @@ func TestCreateTaskErrors(t *testing.T) {
 	})
 }
 
-// Every cell of the transition table of contract section 6.
+// Every cell of the transition table of docs/api.md#task-status.
 func TestStatusTransitionTable(t *testing.T) {
 	allowed := map[string]map[string]bool{
 		"open":        {"in_progress": true, "done": true, "archived": true},

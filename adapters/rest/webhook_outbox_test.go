@@ -31,7 +31,7 @@ func TestWebhookDispatcherIsWokenByTheCommit(t *testing.T) {
 		newProject(t, e, "WAK")
 		got := rc.WaitFor(1)
 		if d := got[0].At.Sub(start); d > time.Second {
-			t.Fatalf("first attempt %v after the commit; the contract allows one second", d)
+			t.Fatalf("first attempt %v after the commit; docs/api.md#retries allows one second", d)
 		}
 	})
 }

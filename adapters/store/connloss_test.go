@@ -95,8 +95,9 @@ func TestTerminatedSessionIsServiceUnavailable(t *testing.T) {
 // the statement is cancelled on the server and the session is used again.
 // pgx's default closed the connection, and a transaction's rollback under
 // the cancelled context could not be sent, which closed it too: under load
-// every disconnecting client cost a new PostgreSQL session (contract
-// section 15: no broken connection left behind, no churn).
+// every disconnecting client cost a new PostgreSQL session
+// (docs/api.md#under-load-and-faults: no broken connection left behind, no
+// churn).
 func TestCancelledStatementKeepsItsSession(t *testing.T) {
 	// One connection: every statement runs on the same session unless it
 	// was closed.

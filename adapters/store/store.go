@@ -136,46 +136,18 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		dialector gorm.Dialector
 		dialect   string
 		memory    bool
+		err       error
 	)
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		dialect = DialectPostgres
-		dsn := url
-		if o.asyncCommit {
-			var err error
-			if dsn, err = withRuntimeParam(url, "synchronous_commit", "off"); err != nil {
-				return nil, err
-			}
-		}
-		cfg, err := pgx.ParseConfig(dsn)
-		if err != nil {
-			return nil, fmt.Errorf("store: open postgres: %w", err)
-		}
-		if !hasParam(dsn, "statement_cache_capacity") {
-			cfg.StatementCacheCapacity = statementCacheCapacity
-		}
-		cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-			return &pgconn.CancelRequestContextWatcherHandler{
-				Conn: c, CancelRequestDelay: cancelRequestDelay, DeadlineDelay: cancelDeadlineDelay,
-			}
-		}
-		dialector = postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)})
-		if o.maxOpenConns == 0 {
-			o.maxOpenConns = 20
+		if dialector, err = postgresDialector(url, &o); err != nil {
+			return nil, err
 		}
 	case strings.HasPrefix(url, "sqlite:"):
 		dialect = DialectSQLite
-		dsn, mem, err := sqliteDSN(strings.TrimPrefix(url, "sqlite:"))
-		if err != nil {
+		if dialector, memory, err = sqliteDialector(url, &o); err != nil {
 			return nil, err
-		}
-		memory = mem
-		dialector = sqlite.Open(dsn)
-		if memory {
-			// Every connection to ":memory:" is a database of its own.
-			o.maxOpenConns = 1
-		} else if o.maxOpenConns == 0 {
-			o.maxOpenConns = 16
 		}
 	default:
 		return nil, fmt.Errorf("store: unsupported database URL scheme %q (want postgres://…, postgresql://…, sqlite:PATH or sqlite::memory:)", scheme(url))
@@ -200,26 +172,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
-	sqlDB.SetMaxOpenConns(o.maxOpenConns)
-	if memory {
-		// The database lives exactly as long as its one connection.
-		sqlDB.SetMaxIdleConns(1)
-		sqlDB.SetConnMaxLifetime(0)
-		sqlDB.SetConnMaxIdleTime(0)
-	} else {
-		// Keep every connection the pool may open: with fewer idle slots
-		// than open connections, each burst beyond them closes connections
-		// only to open new ones moments later (measured under make load:
-		// about 70 new PostgreSQL connections per second, each a fork on
-		// the server, a TLS-less handshake and a fresh statement cache).
-		// Idle connections still go after connMaxIdleTime, and every one is
-		// replaced after connMaxLifetime so that server-side memory and a
-		// failover's stale routes do not live forever; the jitter database/sql
-		// lacks is not needed at 20 connections.
-		sqlDB.SetMaxIdleConns(o.maxOpenConns)
-		sqlDB.SetConnMaxIdleTime(connMaxIdleTime)
-		sqlDB.SetConnMaxLifetime(connMaxLifetime)
-	}
+	configurePool(sqlDB, o.maxOpenConns, memory)
 	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url}
 	db.deliveriesAnnouncer.send = func(ctx context.Context) error {
 		return db.gorm.WithContext(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error
@@ -232,6 +185,75 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("store: connect to %s: %w", dialect, err)
 	}
 	return db, nil
+}
+
+// postgresDialector opens PostgreSQL through pgx's database/sql driver,
+// with the statement cache and cancellation this store relies on; a pool of
+// 20 unless o says otherwise.
+func postgresDialector(url string, o *options) (gorm.Dialector, error) {
+	dsn := url
+	if o.asyncCommit {
+		var err error
+		if dsn, err = withRuntimeParam(url, "synchronous_commit", "off"); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	if !hasParam(dsn, "statement_cache_capacity") {
+		cfg.StatementCacheCapacity = statementCacheCapacity
+	}
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{
+			Conn: c, CancelRequestDelay: cancelRequestDelay, DeadlineDelay: cancelDeadlineDelay,
+		}
+	}
+	if o.maxOpenConns == 0 {
+		o.maxOpenConns = 20
+	}
+	return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), nil
+}
+
+// sqliteDialector opens the SQLite file (or memory database) of url; a pool
+// of 16 unless o says otherwise, of one for a memory database, every
+// connection to which is a database of its own.
+func sqliteDialector(url string, o *options) (gorm.Dialector, bool, error) {
+	dsn, memory, err := sqliteDSN(strings.TrimPrefix(url, "sqlite:"))
+	if err != nil {
+		return nil, false, err
+	}
+	if memory {
+		o.maxOpenConns = 1
+	} else if o.maxOpenConns == 0 {
+		o.maxOpenConns = 16
+	}
+	return sqlite.Open(dsn), memory, nil
+}
+
+// configurePool sizes database/sql's pool.
+func configurePool(sqlDB *sql.DB, maxOpen int, memory bool) {
+	sqlDB.SetMaxOpenConns(maxOpen)
+	if memory {
+		// The database lives exactly as long as its one connection.
+		sqlDB.SetMaxIdleConns(1)
+		sqlDB.SetConnMaxLifetime(0)
+		sqlDB.SetConnMaxIdleTime(0)
+		return
+	}
+	// Keep every connection the pool may open: with fewer idle slots than
+	// open connections, each burst beyond them closes connections only to
+	// open new ones moments later (measured under make load: about 70 new
+	// PostgreSQL connections per second, each a fork on the server, a
+	// TLS-less handshake and a fresh statement cache). Idle connections
+	// still go after connMaxIdleTime, and every one is replaced after
+	// connMaxLifetime so that server-side memory and a failover's stale
+	// routes do not live forever; the jitter database/sql lacks is not
+	// needed at 20 connections.
+	sqlDB.SetMaxIdleConns(maxOpen)
+	sqlDB.SetConnMaxIdleTime(connMaxIdleTime)
+	sqlDB.SetConnMaxLifetime(connMaxLifetime)
 }
 
 // sqliteDSN builds the driver DSN for a SQLite path. WAL lets readers run

@@ -23,7 +23,7 @@ import (
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-// The headers of contract section 8, spelled exactly as the contract does.
+// The headers of docs/api.md#webhook-headers, spelled exactly as it does.
 // They are set in the header map directly (not through Header.Set, which
 // would canonicalise them to X-Service-…), so they go on the wire as
 // written; HTTP header names are case-insensitive to receivers either way.

@@ -76,8 +76,8 @@ func TestSendHeadersAndBody(t *testing.T) {
 	}
 }
 
-// The header names go on the wire exactly as the contract spells them.
-func TestSendSpellsHeadersAsTheContract(t *testing.T) {
+// The header names go on the wire exactly as docs/api.md#webhook-headers spells them.
+func TestSendSpellsHeadersAsDocumented(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ const (
 	CodeClientClosedRequest domain.Code = "client_closed_request"
 )
 
-// Error types: the broad categories of the spec's error object (error.type,
+// Error types: the broad categories of the API's error object (error.type,
 // and the type extension of GraphQL errors).
 const (
 	TypeAuthentication = "authentication_error"
@@ -31,7 +31,7 @@ const (
 	TypeAPI            = "api_error"
 )
 
-// TypeOf is the spec's error.type of a code.
+// TypeOf is the API's error.type of a code.
 func TypeOf(c domain.Code) string {
 	switch c {
 	case domain.CodeMissingAPIKey, domain.CodeInvalidAPIKey:
@@ -45,7 +45,7 @@ func TypeOf(c domain.Code) string {
 	}
 }
 
-// ErrorBody is the spec's error object.
+// ErrorBody is the API's error object.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }

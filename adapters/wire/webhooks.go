@@ -70,7 +70,7 @@ func FromDelivery(d domain.Delivery) Delivery {
 	}
 }
 
-// Event is the webhook payload of contract section 8. PreviousAttributes
+// Event is the webhook payload of docs/api.md#webhooks. PreviousAttributes
 // is present on *.updated events only.
 type Event struct {
 	ID                 string         `json:"id"`

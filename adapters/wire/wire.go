@@ -22,7 +22,7 @@ func TimePtr(t *time.Time) *string {
 	return &s
 }
 
-// User is the spec's User object.
+// User is the API's User object.
 type User struct {
 	ID        string `json:"id"`
 	Object    string `json:"object"`
@@ -37,7 +37,7 @@ func FromUser(u domain.User) User {
 	return User{ID: u.ID, Object: "user", Email: u.Email, Name: u.Name, Role: string(u.Role), CreatedAt: Time(u.CreatedAt)}
 }
 
-// Project is the spec's Project object; every field is always present.
+// Project is the API's Project object; every field is always present.
 type Project struct {
 	ID        string `json:"id"`
 	Object    string `json:"object"`
@@ -56,14 +56,14 @@ func FromProject(p domain.Project) Project {
 	}
 }
 
-// List is the spec's list envelope.
+// List is the API's list envelope.
 type List[T any] struct {
 	Object     string     `json:"object"`
 	Data       []T        `json:"data"`
 	Pagination Pagination `json:"pagination"`
 }
 
-// Pagination is the spec's pagination object; next_cursor is null on the
+// Pagination is the API's pagination object; next_cursor is null on the
 // last page.
 type Pagination struct {
 	HasMore    bool    `json:"has_more"`
@@ -84,7 +84,7 @@ func FromPage[D, T any](p domain.Page[D], render func(D) T) List[T] {
 	return out
 }
 
-// Task is the spec's Task object; assignee_id and due_at are null when unset.
+// Task is the API's Task object; assignee_id and due_at are null when unset.
 type Task struct {
 	ID         string  `json:"id"`
 	Object     string  `json:"object"`

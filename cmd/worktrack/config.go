@@ -14,7 +14,7 @@ import (
 )
 
 // Config is the whole configuration; it comes from the environment only
-// (contract section 1).
+// (docs/api.md#running-it, README.md#configuration).
 type Config struct {
 	Addr                string
 	DatabaseURL         string

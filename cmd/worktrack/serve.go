@@ -48,39 +48,18 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	log, out := newLogger(stderr, cfg)
 	defer func() { _ = out.Flush() }()
 
-	var tlsCfg *tls.Config
-	if cfg.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			return fmt.Errorf("WORKTRACK_TLS_CERT/WORKTRACK_TLS_KEY: %w", err)
-		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	}
-
 	// The address is taken before anything is created: a first start on a
 	// busy port must not store a bootstrap key it can then never print.
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, base, err := listen(cfg)
 	if err != nil {
-		return fmt.Errorf("WORKTRACK_ADDR: %w", err)
+		return err
 	}
 	defer ln.Close()
-	scheme := "http"
-	if tlsCfg != nil {
-		scheme = "https"
-		ln = tls.NewListener(ln, tlsCfg)
+	limiter, closeLimiter, err := openLimiter(cfg, log)
+	if err != nil {
+		return err
 	}
-	base := scheme + "://" + ln.Addr().String()
-
-	var limiter edgeport.RateLimiter = ratelimit.NewMemory()
-	if cfg.RedisURL != "" {
-		ratelimit.LogDriverAt(log)
-		client, err := ratelimit.OpenRedis(cfg.RedisURL)
-		if err != nil {
-			return fmt.Errorf("REDIS_URL: %w", err)
-		}
-		defer client.Close()
-		limiter = ratelimit.NewGuard(ratelimit.NewRedis(client, "worktrack:rl:"), ratelimit.GuardOptions{Logger: log})
-	}
+	defer closeLimiter()
 
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
@@ -101,14 +80,8 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	stopDispatcher := startDispatcher(ctx, a, db, cfg, log, m)
 	// On the error paths below; shutdown stops it within its timeout first.
 	defer stopDispatcher(context.Background())
-	created, _, secret, err := a.Admin.Bootstrap(ctx, cfg.BootstrapEmail)
-	if err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
-
-	if created {
-		printBanner(out, cfg.BootstrapEmail, secret, base)
-		_ = out.Flush()
+	if err := bootstrap(ctx, a, cfg, out, base); err != nil {
+		return err
 	}
 
 	// One HTTP edge, and the two APIs side by side on it.
@@ -126,14 +99,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		Logger:        log,
 	})
 	edge.MountMetrics(m.Handler(), cfg.MetricsToken)
-	srv := &http.Server{
-		Handler:           edge,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := httpServer(edge, log)
 
 	stopPprof := startPprof(ctx, cfg.PprofAddr, log)
 	defer stopPprof()
@@ -145,8 +111,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	go a.Live.Run(ctx)
 	m.WatchSubscriptions(a.Live.Subscriptions)
 	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
-	fmt.Fprintf(out, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  Docs:    %s/docs   (OpenAPI: %s/v1/openapi.json)\n  GraphQL: %s/graphql   (GraphiQL in a browser)\n  Health:  %s/healthz   Metrics: %s/metrics\nStop with Ctrl-C.\n\n",
-		base, base, base, base, base, base, base, base)
+	printListening(out, base)
 	_ = out.Flush()
 	if ready != nil {
 		ready <- ln.Addr().String()
@@ -158,6 +123,63 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	case <-ctx.Done():
 	}
 	return shutdown(srv, sockets, errc, stopDispatcher, cfg.ShutdownTimeout, log)
+}
+
+// httpServer serves h with the timeouts of a public API: slow clients cannot
+// hold a connection forever (WebSockets lift them for themselves).
+func httpServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// printListening tells a person at the terminal where everything is.
+func printListening(w io.Writer, base string) {
+	fmt.Fprintf(w, "\nWorktrack is listening on %s\n  REST:    %s/v1   (try: curl -H \"Authorization: Bearer $WORKTRACK_KEY\" %s/v1/users/me)\n  Docs:    %s/docs   (OpenAPI: %s/v1/openapi.json)\n  GraphQL: %s/graphql   (GraphiQL in a browser)\n  Health:  %s/healthz   Metrics: %s/metrics\nStop with Ctrl-C.\n\n",
+		base, base, base, base, base, base, base, base)
+}
+
+// listen takes WORKTRACK_ADDR, with TLS when WORKTRACK_TLS_CERT and _KEY
+// are set, and returns the listener and its base URL.
+func listen(cfg Config) (net.Listener, string, error) {
+	var tlsCfg *tls.Config
+	if cfg.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, "", fmt.Errorf("WORKTRACK_TLS_CERT/WORKTRACK_TLS_KEY: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("WORKTRACK_ADDR: %w", err)
+	}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	return ln, scheme + "://" + ln.Addr().String(), nil
+}
+
+// openLimiter is the rate limiter of REDIS_URL (shared by the replicas,
+// guarded so that a Redis outage fails open), or one in process.
+func openLimiter(cfg Config, log *slog.Logger) (edgeport.RateLimiter, func(), error) {
+	if cfg.RedisURL == "" {
+		return ratelimit.NewMemory(), func() {}, nil
+	}
+	ratelimit.LogDriverAt(log)
+	client, err := ratelimit.OpenRedis(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	guard := ratelimit.NewGuard(ratelimit.NewRedis(client, "worktrack:rl:"), ratelimit.GuardOptions{Logger: log})
+	return guard, func() { _ = client.Close() }, nil
 }
 
 // shutdown ends serve after SIGTERM or SIGINT, all within timeout
@@ -187,6 +209,20 @@ func shutdown(srv *http.Server, sockets *server.Sockets, errc <-chan error, stop
 	}
 	stopDispatcher(ctx)
 	log.Info("stopped")
+	return nil
+}
+
+// bootstrap creates the first workspace, admin and key of an empty
+// database, and shows the key once.
+func bootstrap(ctx context.Context, a *app.App, cfg Config, out *logBuffer, base string) error {
+	created, _, secret, err := a.Admin.Bootstrap(ctx, cfg.BootstrapEmail)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if created {
+		printBanner(out, cfg.BootstrapEmail, secret, base)
+		_ = out.Flush()
+	}
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 type AuthOptions struct {
 	// CacheTTL bounds how long a resolved key is trusted without asking the
 	// database again. A key revoked by another process stops working here
-	// within this time. Default 5s (the contract allows 10s).
+	// within this time. Default 5s (docs/api.md#tenancy-keys-and-roles allows 10s).
 	CacheTTL time.Duration
 	// CacheSize is the number of keys kept. Default 10,000.
 	CacheSize int

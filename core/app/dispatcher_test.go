@@ -19,7 +19,7 @@ import (
 // These tests run the dispatcher's scheduling on fakes of its ports: a
 // store that hands out due deliveries, a sender the test holds or answers,
 // and a clock whose timers fire only when the test advances it. The
-// stores' own contract tests run on real databases (adapters/store); here
+// stores' own suites run on real databases (adapters/store); here
 // only the dispatcher's decisions are under test. Nothing waits on the wall
 // clock for an answer: a dispatcher that never does what a test waits for
 // makes the test hang until go test's -timeout, whose goroutine dump shows

@@ -8,7 +8,7 @@ import (
 )
 
 // Webhooks is the webhook use cases. Every call, reads included, is for
-// admins only (contract section 2). The signing secret leaves the core only
+// admins only (docs/api.md#tenancy-keys-and-roles). The signing secret leaves the core only
 // from Create and RotateSecret; every other call returns the webhook with
 // Secret empty, so that no edge can show it by mistake.
 type Webhooks struct{ d WebhooksDeps }

@@ -11,7 +11,7 @@ import (
 const SecretPrefix = "wtk_"
 
 // secretRandomChars is the length of the random part of a key secret
-// (40 base62 characters ≈ 238 bits; the contract asks for at least 32).
+// (40 base62 characters ≈ 238 bits; docs/api.md asks for at least 32).
 const secretRandomChars = 40
 
 // APIKey is a credential of one user. Only the SHA-256 of its secret is kept.

@@ -63,7 +63,7 @@ const (
 	statusServiceUnavailable = 503
 )
 
-// RetryPolicy is the retry schedule of contract section 8.
+// RetryPolicy is the retry schedule of docs/api.md#retries.
 type RetryPolicy struct {
 	Base   time.Duration // first retry delay
 	Max    time.Duration // cap on one delay

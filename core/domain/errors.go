@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Code is a machine-readable error code of the public API (contract section 4).
+// Code is a machine-readable error code of the public API (docs/api.md#errors).
 // Every failure the core reports carries one; the edges map it to a transport
 // status exactly once.
 type Code string

@@ -2,7 +2,7 @@ package domain
 
 import "time"
 
-// EventType is a kind of event a webhook can subscribe to (spec section 6).
+// EventType is a kind of event a webhook can subscribe to (docs/api.md#webhooks).
 type EventType string
 
 // The event types.

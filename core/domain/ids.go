@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Id prefixes, one per kind of resource (spec section 2, contract section 3).
+// Id prefixes, one per kind of resource (docs/api.md#identifiers-and-time).
 const (
 	PrefixWorkspace = "wsp"
 	PrefixUser      = "usr"
@@ -20,7 +20,7 @@ const (
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// idRandomChars gives 22*log2(62) ≈ 131 random bits, above the contract's 96.
+// idRandomChars gives 22*log2(62) ≈ 131 random bits, above the 96 docs/api.md promises.
 const idRandomChars = 22
 
 // RandomBase62 returns n characters drawn uniformly from [0-9A-Za-z] with
@@ -33,7 +33,7 @@ func RandomBase62(n int) string {
 	for b.Len() < n {
 		if _, err := rand.Read(buf); err != nil {
 			// crypto/rand.Read never fails on supported platforms (Go 1.24+ panics
-			// itself); keep the contract explicit.
+			// itself); keep the rule explicit.
 			panic("crypto/rand failed: " + err.Error())
 		}
 		for _, c := range buf {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Page limits of every list (spec section 8).
+// Page limits of every list (docs/api.md#pagination).
 const (
 	DefaultPageLimit = 20
 	MaxPageLimit     = 100

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Status is a task's status (spec section 3).
+// Status is a task's status (docs/api.md#task-status).
 type Status string
 
 // The task statuses.
@@ -30,7 +30,7 @@ func (s Status) Validate() error {
 	return Invalid("status", "Must be one of open, in_progress, done, archived.")
 }
 
-// transitions is the status state machine of contract section 6: the one
+// transitions is the status state machine of docs/api.md#task-status: the one
 // table both APIs obey. transitions[from][to] is true when allowed.
 var transitions = map[Status]map[Status]bool{
 	StatusOpen:       {StatusInProgress: true, StatusDone: true, StatusArchived: true},

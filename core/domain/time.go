@@ -2,7 +2,7 @@ package domain
 
 import "time"
 
-// Timestamp normalises an instant as the contract stores it: UTC, truncated
+// Timestamp normalises an instant as Worktrack stores it (docs/api.md#identifiers-and-time): UTC, truncated
 // (never rounded) to microseconds, so that what a create returns is exactly
 // what later reads return from either database.
 func Timestamp(t time.Time) time.Time {

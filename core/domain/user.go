@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Role is a user's role in its workspace (spec section 2; contract section 2).
+// Role is a user's role in its workspace (docs/api.md#tenancy-keys-and-roles).
 type Role string
 
 // The roles, weakest first.
@@ -40,7 +40,7 @@ func (r Role) rank() int {
 // Permission is what a call needs from the caller's role.
 type Permission int
 
-// The permissions of contract section 2.
+// The permissions of the roles (docs/api.md#tenancy-keys-and-roles).
 const (
 	// PermRead: any GET and any GraphQL query. Every role has it.
 	PermRead Permission = iota

@@ -83,7 +83,7 @@ type EventFilter struct {
 }
 
 // PayloadRenderer renders the webhook payload of an event: the public JSON
-// event object of contract section 8, with data and previous_attributes in
+// event object of docs/api.md#webhooks, with data and previous_attributes in
 // the same representation as the REST API. It fails only for an event whose
 // data it cannot render (a programming error).
 type PayloadRenderer interface {
@@ -216,7 +216,7 @@ type WebhookAttempt struct {
 }
 
 // WebhookSender makes one delivery attempt over HTTP: it signs and POSTs
-// the body with the headers of contract section 8, within its timeout,
+// the body with the headers of docs/api.md#webhook-headers, within its timeout,
 // never following redirects and refusing to connect to a private address
 // unless allowed. Called by the dispatcher only. It returns no error: a
 // failure is an outcome (StatusCode 0 with Err); retrying is the core's

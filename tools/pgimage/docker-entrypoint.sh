@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Entrypoint of the PostgreSQL test image built by `make test-image`
-# (tools/pgimage/build.sh). It follows the contract of the official postgres
+# (tools/pgimage/build.sh). It behaves as the official postgres
 # image as far as the testcontainers-go postgres module relies on it:
 #
 #   - POSTGRES_USER (default postgres), POSTGRES_PASSWORD (required unless

@@ -40,7 +40,7 @@ func SQLite(t testing.TB) *store.DB {
 }
 
 // ForEach runs fn as the subtests "sqlite" and "postgres", each on a fresh,
-// migrated database: one contract, every implementation.
+// migrated database: one suite, every implementation.
 func ForEach(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })

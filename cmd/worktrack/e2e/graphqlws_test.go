@@ -187,7 +187,7 @@ func TestGraphQLWSClient(t *testing.T) {
 			took := time.Since(sent)
 			t.Logf("%s: a REST change reached the graphql-ws client %s after the request was sent", database, took.Round(time.Millisecond))
 			if took > time.Second {
-				t.Fatalf("the change took %s to arrive, the contract allows 1s", took)
+				t.Fatalf("the change took %s to arrive, docs/api.md#live-updates allows 1s", took)
 			}
 			ev, _ := got["next"].(map[string]any)
 			if ev == nil || ev["type"] != "TASK_CREATED" || ev["task"].(map[string]any)["id"] != task["id"] ||

@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// claimSQL leases due deliveries of active webhooks in one statement, on
+// SQLite, under the database's single write lock: the oldest due
+// deliveries of all webhooks (webhook_deliveries_due_idx), of which at most
+// the room of each webhook (row_number per webhook). The verbs fill in the
+// webhooks to skip, the locking clause (none here), the per-webhook room (a
+// join on a VALUES list, or nothing) and the RETURNING list.
+const claimSQL = `UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
+WHERE id IN (
+	SELECT r.id FROM (
+		SELECT c.id, c.webhook_id, c.next_attempt_at,
+			row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
+		FROM (
+			SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d
+			JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+			WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+			AND w.active %s
+			ORDER BY d.next_attempt_at
+			LIMIT ? %s
+		) c
+	) r %s
+)
+RETURNING %s`
+
+// pgClaimSQL leases due deliveries on PostgreSQL, webhook by webhook, so
+// that what a claim reads is bounded by the room it offers, not by the
+// backlog of a webhook that answers slowly: reading the oldest due
+// deliveries of all webhooks, a claim had to pass over every due delivery
+// of a slow webhook (skipped, at its cap) to reach a fast one's.
+//
+//   - hooks: the webhooks with pending deliveries, by a skip scan of
+//     webhook_deliveries_webhook_due_idx (one index probe per webhook);
+//   - for each active one not skipped, its oldest due deliveries up to its
+//     room, by a range scan of the same index, locked FOR UPDATE SKIP
+//     LOCKED: concurrent claims pass over each other's rows instead of
+//     waiting or taking them too, and the webhooks rows are not locked;
+//   - of those, the Limit oldest due are leased. A candidate left out is
+//     not updated, and its row lock ends with the statement.
+//
+// The verbs fill in the webhooks to skip, the per-webhook room (a join on a
+// VALUES list, or nothing) and the room's expression.
+const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
+	(SELECT d.webhook_id FROM webhook_deliveries d WHERE d.status = 'pending' ORDER BY d.webhook_id LIMIT 1)
+	UNION ALL
+	SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+		WHERE d.status = 'pending' AND d.webhook_id > h.webhook_id ORDER BY d.webhook_id LIMIT 1)
+	FROM hooks h WHERE h.webhook_id IS NOT NULL
+), claimed AS (
+	UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
+	WHERE id IN (
+		SELECT c.id FROM hooks h
+		JOIN webhooks w ON w.id = h.webhook_id %s
+		CROSS JOIN LATERAL (
+			SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+			WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
+				AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+			ORDER BY d.next_attempt_at
+			LIMIT %s
+			FOR UPDATE SKIP LOCKED
+		) c
+		WHERE w.active %s
+		ORDER BY c.next_attempt_at, c.id
+		LIMIT ?
+	)
+	RETURNING *
+)
+`
+
+// claimedSQL reads what sending the claimed deliveries needs; %s is the
+// source of the claimed rows.
+const claimedSQL = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.payload FROM %s d
+	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+	JOIN events e ON e.id = d.event_id
+	%s
+	ORDER BY d.next_attempt_at, d.id`
+
+// ClaimDeliveries leases up to r.Limit due deliveries to r.Owner and returns
+// them with their webhook's URL and secret and their event's payload. On
+// PostgreSQL that is one statement (the lease in a CTE); on SQLite, which
+// has no UPDATE in a WITH clause, the lease and then the read.
+func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimRequest) ([]ports.Dispatch, error) {
+	if r.Limit <= 0 {
+		return nil, nil
+	}
+	var rows []struct {
+		Row     deliveryRow    `gorm:"embedded"`
+		URL     string         `gorm:"column:url"`
+		Secret  string         `gorm:"column:secret"`
+		Prev    sql.NullString `gorm:"column:previous_secret"`
+		PrevExp NullTime       `gorm:"column:previous_secret_expires_at"`
+		Payload []byte         `gorm:"column:payload"`
+	}
+	if s.db.dialect == DialectPostgres {
+		q, args := pgClaim(r)
+		if err := s.db.conn(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("store: claim deliveries: %w", err)
+		}
+	} else {
+		q, args := sqliteClaim(r)
+		var ids []string
+		if err := s.db.conn(ctx).Raw(q, args...).Scan(&ids).Error; err != nil {
+			return nil, fmt.Errorf("store: claim deliveries: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		q = fmt.Sprintf(claimedSQL, "webhook_deliveries", "WHERE d.id IN ? AND d.locked_by = ?")
+		if err := s.db.conn(ctx).Raw(q, ids, r.Owner).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
+		}
+	}
+	out := make([]ports.Dispatch, len(rows))
+	for i, row := range rows {
+		d, err := deliveryFromRow(row.Row)
+		if err != nil {
+			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
+		}
+		out[i] = ports.Dispatch{
+			Delivery: d, URL: row.URL, Secret: row.Secret,
+			PreviousSecret: row.Prev.String, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
+		}
+	}
+	return out, nil
+}
+
+// pgClaim is pgClaimSQL, then the read of what was claimed, with its
+// arguments.
+func pgClaim(r ports.ClaimRequest) (string, []any) {
+	now := Time(r.Now)
+	args := []any{Time(r.LeaseUntil), r.Owner}
+	// A webhook's room: Room's, else PerWebhook, else the whole claim.
+	perWebhook := r.PerWebhook
+	if perWebhook <= 0 {
+		perWebhook = r.Limit
+	}
+	join, limit := "", "?"
+	if r.PerWebhook > 0 && len(r.Room) > 0 {
+		// VALUES columns take their types from the first row.
+		var values string
+		values, args = roomValues(r.Room, "(?::text, ?::integer)", args)
+		join = "\n\t\tLEFT JOIN " + values + " AS room(webhook_id, n) ON room.webhook_id = h.webhook_id"
+		limit = "coalesce(room.n, ?)"
+	}
+	args = append(args, now, now, perWebhook)
+	skip := ""
+	if len(r.SkipWebhooks) > 0 {
+		skip = "AND h.webhook_id NOT IN ?"
+		args = append(args, r.SkipWebhooks)
+	}
+	args = append(args, r.Limit)
+	return fmt.Sprintf(pgClaimSQL, join, limit, skip) + fmt.Sprintf(claimedSQL, "claimed", ""), args
+}
+
+// sqliteClaim is claimSQL with its arguments; it returns the ids leased.
+func sqliteClaim(r ports.ClaimRequest) (string, []any) {
+	now := Time(r.Now)
+	args := []any{Time(r.LeaseUntil), r.Owner, now, now}
+	skip := ""
+	if len(r.SkipWebhooks) > 0 {
+		skip = "AND d.webhook_id NOT IN ?"
+		args = append(args, r.SkipWebhooks)
+	}
+	args = append(args, r.Limit)
+	// The room per webhook: PerWebhook, lowered for those named in Room.
+	room := ""
+	if r.PerWebhook > 0 {
+		room = "WHERE r.n <= ?"
+		if len(r.Room) > 0 {
+			var values string
+			values, args = roomValues(r.Room, "(?, ?)", args)
+			room = "LEFT JOIN " + values + " AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
+		}
+		args = append(args, r.PerWebhook)
+	}
+	return fmt.Sprintf(claimSQL, skip, "", room, "id"), args
+}
+
+// roomValues is a VALUES list of room's (webhook id, room) pairs, the first
+// row written as first, with the pairs appended to args.
+func roomValues(room map[string]int, first string, args []any) (string, []any) {
+	var values strings.Builder
+	values.WriteString("(VALUES ")
+	row := first
+	for id, n := range room {
+		values.WriteString(row)
+		row = ", (?, ?)"
+		args = append(args, id, n)
+	}
+	values.WriteString(")")
+	return values.String(), args
+}
