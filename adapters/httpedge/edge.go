@@ -116,7 +116,7 @@ func New(auth Authenticator, opts Options) *Edge {
 	}
 	e.Use(s.requestID, s.accessLog, recoverWith(ErrorObject))
 
-	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/healthz", func(c *gin.Context) { JSON(c, http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/readyz", s.ready)
 
 	// Unknown routes and methods under the APIs are answered after
@@ -222,9 +222,9 @@ func (s *Edge) ready(c *gin.Context) {
 		defer cancel()
 		if err := s.opts.Ready(ctx); err != nil {
 			Logger(c).Warn("not ready", "error", err.Error())
-			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable"})
+			JSON(c, http.StatusServiceUnavailable, gin.H{"status": "unavailable"})
 			return
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+	JSON(c, http.StatusOK, gin.H{"status": "ok"})
 }

@@ -56,7 +56,8 @@ type Renderer func(c *gin.Context, status int, e *domain.Error, requestID string
 var ErrorObject Renderer = errorObject
 
 func errorObject(c *gin.Context, status int, e *domain.Error, requestID string) {
-	c.AbortWithStatusJSON(status, wire.ErrorBody{Error: wire.ErrorDetail{
+	c.Abort()
+	JSON(c, status, wire.ErrorBody{Error: wire.ErrorDetail{
 		Type: wire.TypeOf(e.Code), Code: string(e.Code), Message: e.Message, Param: e.Param, RequestID: requestID,
 	}})
 }

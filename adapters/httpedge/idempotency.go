@@ -106,7 +106,7 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 			return domain.Errorf(wire.CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
 		}
 		c.Header("Idempotent-Replayed", "true")
-		c.Data(held.Status, "application/json; charset=utf-8", held.Body)
+		RawJSON(c, held.Status, held.Body)
 		c.Abort()
 		return nil
 	}

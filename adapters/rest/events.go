@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
@@ -33,7 +34,7 @@ func (s *Server) listEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromPage(page, eventJSON))
+	httpedge.JSON(c, http.StatusOK, wire.FromPage(page, eventJSON))
 	return nil
 }
 
@@ -42,6 +43,6 @@ func (s *Server) getEvent(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", e.Payload)
+	httpedge.RawJSON(c, http.StatusOK, e.Payload)
 	return nil
 }

@@ -153,3 +153,41 @@ func TestFailedAuthenticationLimit(t *testing.T) {
 	e.Clock.Advance(40 * time.Second)
 	get(attacker, e.Admin.Key).ExpectStatus(t, 200)
 }
+
+// Every JSON body ends with a newline (curl's output then ends its line)
+// and shows <, > and & as they are: no body is HTML. On both APIs, on
+// success and on error.
+func TestJSONBodiesEndTheirLineAndAreNotHTMLEscaped(t *testing.T) {
+	e := apitest.New(t, storetest.SQLite(t))
+	prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "R&D <core>", "key": "RND"})
+	prj.ExpectStatus(t, http.StatusCreated)
+	task := e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "a < b && c > d"})
+	task.ExpectStatus(t, http.StatusCreated)
+	bodies := map[string]*apitest.Response{
+		"created project": prj,
+		"created task":    task,
+		"task":            e.Get("/v1/tasks/"+task.Str("id"), e.Member.Key),
+		"task list":       e.Get("/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key),
+		"event":           e.Get("/v1/events?limit=1", e.Member.Key),
+		"missing key":     e.Get("/v1/users/me", ""),
+		"health":          e.Get("/healthz", ""),
+		"graphql":         e.Send(http.MethodPost, "/graphql", e.Member.Key, map[string]any{"query": `{ task(id: "` + task.Str("id") + `") { title } }`}),
+		"graphql error":   e.Send(http.MethodPost, "/graphql", "", map[string]any{"query": "{ me { id } }"}),
+	}
+	for name, res := range bodies {
+		if !strings.HasSuffix(string(res.Body), "}\n") {
+			t.Errorf("%s: the body does not end with a newline: %q", name, res.Body)
+		}
+		if strings.Contains(string(res.Body), `\u003c`) || strings.Contains(string(res.Body), `\u0026`) {
+			t.Errorf("%s: HTML-escaped: %s", name, res.Body)
+		}
+	}
+	for _, want := range []string{"a < b && c > d", "R&D <core>"} {
+		if !strings.Contains(string(bodies["task"].Body)+string(bodies["event"].Body)+string(prj.Body), want) {
+			t.Errorf("%q is not shown as it is", want)
+		}
+	}
+	if !strings.Contains(string(bodies["missing key"].Body), "Bearer <API_KEY>") {
+		t.Errorf("the missing key's message: %s", bodies["missing key"].Body)
+	}
+}

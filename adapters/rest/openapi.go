@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/worktrack/worktrack/adapters/httpedge"
 )
 
 // OpenAPIYAML is the OpenAPI 3.1 description of the REST API, kept in
@@ -40,5 +42,5 @@ var openAPIJSON = sync.OnceValue(func() []byte {
 // of the API is public, as Stripe's and GitHub's are.
 func serveOpenAPI(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=300")
-	c.Data(http.StatusOK, "application/json", openAPIJSON())
+	httpedge.RawJSON(c, http.StatusOK, openAPIJSON())
 }

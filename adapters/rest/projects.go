@@ -23,7 +23,7 @@ func (s *Server) createProject(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, wire.FromProject(p))
+	httpedge.JSON(c, http.StatusCreated, wire.FromProject(p))
 	return nil
 }
 
@@ -36,7 +36,7 @@ func (s *Server) listProjects(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromProject))
+	httpedge.JSON(c, http.StatusOK, wire.FromPage(page, wire.FromProject))
 	return nil
 }
 
@@ -45,7 +45,7 @@ func (s *Server) getProject(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromProject(p))
+	httpedge.JSON(c, http.StatusOK, wire.FromProject(p))
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (s *Server) updateProject(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromProject(p))
+	httpedge.JSON(c, http.StatusOK, wire.FromProject(p))
 	return nil
 }
 

@@ -26,7 +26,7 @@ func (s *Server) createTask(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, wire.FromTask(t))
+	httpedge.JSON(c, http.StatusCreated, wire.FromTask(t))
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (s *Server) listTasks(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromTask))
+	httpedge.JSON(c, http.StatusOK, wire.FromPage(page, wire.FromTask))
 	return nil
 }
 
@@ -78,7 +78,7 @@ func (s *Server) getTask(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromTask(t))
+	httpedge.JSON(c, http.StatusOK, wire.FromTask(t))
 	return nil
 }
 
@@ -95,7 +95,7 @@ func (s *Server) updateTask(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromTask(t))
+	httpedge.JSON(c, http.StatusOK, wire.FromTask(t))
 	return nil
 }
 

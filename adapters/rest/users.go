@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/wire"
 )
 
@@ -13,7 +14,7 @@ func (s *Server) me(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromUser(u))
+	httpedge.JSON(c, http.StatusOK, wire.FromUser(u))
 	return nil
 }
 
@@ -26,6 +27,6 @@ func (s *Server) listUsers(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromUser))
+	httpedge.JSON(c, http.StatusOK, wire.FromPage(page, wire.FromUser))
 	return nil
 }

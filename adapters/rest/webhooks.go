@@ -23,7 +23,7 @@ func (s *Server) createWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, wire.FromWebhookWithSecret(w))
+	httpedge.JSON(c, http.StatusCreated, wire.FromWebhookWithSecret(w))
 	return nil
 }
 
@@ -36,7 +36,7 @@ func (s *Server) listWebhooks(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromWebhook))
+	httpedge.JSON(c, http.StatusOK, wire.FromPage(page, wire.FromWebhook))
 	return nil
 }
 
@@ -45,7 +45,7 @@ func (s *Server) getWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromWebhook(w))
+	httpedge.JSON(c, http.StatusOK, wire.FromWebhook(w))
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (s *Server) updateWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromWebhook(w))
+	httpedge.JSON(c, http.StatusOK, wire.FromWebhook(w))
 	return nil
 }
 
@@ -89,7 +89,7 @@ func (s *Server) rotateWebhookSecret(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromWebhookWithSecret(w))
+	httpedge.JSON(c, http.StatusOK, wire.FromWebhookWithSecret(w))
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (s *Server) listDeliveries(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromPage(page, wire.FromDelivery))
+	httpedge.JSON(c, http.StatusOK, wire.FromPage(page, wire.FromDelivery))
 	return nil
 }
 
@@ -116,7 +116,7 @@ func (s *Server) redeliver(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, wire.FromDelivery(d))
+	httpedge.JSON(c, http.StatusOK, wire.FromDelivery(d))
 	return nil
 }
 

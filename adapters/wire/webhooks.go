@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -110,7 +109,7 @@ func (Payloads) RenderEvent(e domain.Event) ([]byte, error) {
 			out.PreviousAttributes[c.Field] = v
 		}
 	}
-	return json.Marshal(out)
+	return Marshal(out)
 }
 
 // attribute renders one old field value as the REST API renders the field.

@@ -4,6 +4,8 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -151,4 +153,17 @@ func (p Project) Project(workspaceID string) (domain.Project, error) {
 		return domain.Project{}, err
 	}
 	return domain.RestoreProject(out)
+}
+
+// Marshal is v as JSON the way every body Worktrack writes is: with <, >
+// and & as they are, not escaped for embedding in HTML (no body is HTML, and
+// "\u003cAPI_KEY\u003e" in a message helps nobody).
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/worktrack/worktrack/adapters/httpedge"
+
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph"
 )
@@ -24,5 +26,6 @@ type httpErrorItem struct {
 // the edge's authentication, rate-limit and body middleware answer in the
 // GraphQL shape, at the same HTTP status and with the same extensions.
 func renderHTTPError(c *gin.Context, status int, e *domain.Error, requestID string) {
-	c.AbortWithStatusJSON(status, httpError{Errors: []httpErrorItem{{Message: e.Message, Extensions: graph.Extensions(e, requestID)}}})
+	c.Abort()
+	httpedge.JSON(c, status, httpError{Errors: []httpErrorItem{{Message: e.Message, Extensions: graph.Extensions(e, requestID)}}})
 }

@@ -150,10 +150,11 @@ func responseContentType(r *http.Request) string {
 	return mediaJSON
 }
 
-// write writes resp. The common answer, data alone, is written as
-// it stands: the executor has just built its data as compact JSON, and
-// marshalling the response would only copy it, escaping it again on the
-// way. Anything with errors or extensions is marshalled whole.
+// write writes resp, with a final newline like every JSON body. The common
+// answer, data alone, is written as it stands: the executor has just built
+// its data as compact JSON, and marshalling the response would only copy
+// it, escaping it again on the way. Anything with errors or extensions is
+// marshalled whole.
 func (h *postHandler) write(c *gin.Context, contentType string, status int, resp *graphql.Response) {
 	c.Header("Content-Type", contentType)
 	if len(resp.Errors) == 0 && len(resp.Extensions) == 0 && resp.Label == "" && resp.Path == nil && resp.HasNext == nil {
@@ -164,17 +165,17 @@ func (h *postHandler) write(c *gin.Context, contentType string, status int, resp
 		c.Status(status)
 		_, _ = c.Writer.WriteString(`{"data":`)
 		_, _ = c.Writer.Write(data)
-		_, _ = c.Writer.WriteString("}")
+		_, _ = c.Writer.WriteString("}\n")
 		return
 	}
-	b, err := json.Marshal(resp)
+	b, err := wire.Marshal(resp)
 	if err != nil {
 		// Only invalid data bytes fail here, which the executor never makes.
 		h.api.Abort(c, fmt.Errorf("graphql: marshalling the response: %w", err))
 		return
 	}
 	c.Status(status)
-	_, _ = c.Writer.Write(b)
+	_, _ = c.Writer.Write(append(b, '\n'))
 }
 
 // noSubscriptionsOverPOST refuses a subscription sent with POST: it needs
