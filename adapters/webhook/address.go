@@ -131,12 +131,18 @@ func (c AddressChecker) CheckWebhookURL(ctx context.Context, rawURL string) erro
 	return nil
 }
 
+// refuse is the answer to a URL whose host is, or resolves to, a blocked
+// address. It never shows what a name resolved to: an internal name's
+// address is not the caller's to learn. It says how an operator allows such
+// URLs, for local development.
 func refuse(host string, ip netip.Addr) error {
-	if why, bad := Blocked(ip); bad {
-		if host == ip.String() {
-			return domain.Invalid("url", "Must not point to %s (%s).", why, host)
-		}
-		return domain.Invalid("url", "Must not point to %s (%s resolves to %s).", why, host, ip)
+	why, bad := Blocked(ip)
+	if !bad {
+		return nil
 	}
-	return nil
+	const allow = "To deliver to such addresses (local development), the server's operator sets WORKTRACK_WEBHOOK_ALLOW_PRIVATE=true."
+	if host == ip.String() {
+		return domain.Invalid("url", "Must not point to %s (%s). %s", why, host, allow)
+	}
+	return domain.Invalid("url", "Must not point to %s (%s resolves to one). %s", why, host, allow)
 }

@@ -253,10 +253,17 @@ func TestAddressChecker(t *testing.T) {
 		}
 	}
 	// The real resolver: localhost resolves to loopback from /etc/hosts.
+	// The refusal says how to allow it for local development.
 	system := webhook.AddressChecker{}
 	err := system.CheckWebhookURL(ctx, "http://localhost:8080/hook")
-	if e, ok := domain.AsError(err); !ok || e.Param != "url" || !strings.Contains(e.Message, "loopback") {
+	if e, ok := domain.AsError(err); !ok || e.Param != "url" || !strings.Contains(e.Message, "loopback") ||
+		!strings.Contains(e.Message, "WORKTRACK_WEBHOOK_ALLOW_PRIVATE=true") {
 		t.Fatalf("localhost: %v", err)
+	}
+	// A name's refusal never shows what it resolved to.
+	err = c.CheckWebhookURL(ctx, "https://mixed.example.com/")
+	if e, ok := domain.AsError(err); !ok || strings.Contains(e.Message, "10.0.0.7") {
+		t.Fatalf("the refusal of an internal name shows its address: %v", err)
 	}
 	if err := (webhook.AddressChecker{AllowPrivate: true}).CheckWebhookURL(ctx, "http://127.0.0.1/"); err != nil {
 		t.Fatalf("allowed: %v", err)
