@@ -97,3 +97,44 @@ func migrationVersions(t *testing.T, dialect string) []int64 {
 	}
 	return out
 }
+
+// Neighbours lists the tables Worktrack's migrations did not make, on both
+// databases: none beside a fresh migration, and one an operator's other
+// application left there.
+func TestNeighboursAreTheTablesWorktrackDidNotMake(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		n, err := db.Neighbours(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Maintenance || len(n.Tables) != 0 {
+			t.Fatalf("a freshly migrated database has neighbours: %+v", n)
+		}
+		if err := db.Gorm().Exec("CREATE TABLE invoices (id INTEGER PRIMARY KEY)").Error; err != nil {
+			t.Fatal(err)
+		}
+		if n, err = db.Neighbours(ctx); err != nil || len(n.Tables) != 1 || n.Tables[0] != "invoices" {
+			t.Fatalf("with an invoices table: %+v, %v", n, err)
+		}
+	})
+}
+
+// On PostgreSQL, the maintenance database "postgres" is told apart. The
+// test only reads there: nothing is migrated into it.
+func TestNeighboursKnowsTheMaintenanceDatabase(t *testing.T) {
+	u, err := url.Parse(storetest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/postgres"
+	db, err := store.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.Neighbours(context.Background())
+	if err != nil || !n.Maintenance {
+		t.Fatalf("the maintenance database: %+v, %v", n, err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/cmd/worktrack/internal/proctest"
 )
 
@@ -587,5 +588,32 @@ func TestOperatorFindsTheWayBackByEmail(t *testing.T) {
 	}
 	if out, errOut, code := runCmd(t, dir, nil, "key", "create", "--email", "admin@example.com", "--workspace", other.ID); code != 0 || !secretRe.MatchString(out) {
 		t.Fatalf("key create --email --workspace: %d %s", code, errOut)
+	}
+}
+
+// serve migrates into the database it is given, but says so when that
+// database also holds tables Worktrack did not make: the operator may have
+// pointed DATABASE_URL at another application's database.
+func TestServeWarnsOfOtherTablesInItsDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shared.db")
+	db, err := store.Open(context.Background(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Gorm().Exec("CREATE TABLE invoices (id INTEGER PRIMARY KEY)").Error; err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	p := startServe(t, dir, "DATABASE_URL=sqlite:"+path)
+	p.Stop(t)
+	if out := p.Stderr.String(); !strings.Contains(out, "tables Worktrack did not make") || !strings.Contains(out, "invoices") {
+		t.Fatalf("no warning of the invoices table:\n%s", out)
+	}
+	// A database of its own gets no such warning.
+	q := startServe(t, t.TempDir())
+	q.Stop(t)
+	if out := q.Stderr.String(); strings.Contains(out, "did not make") || strings.Contains(out, "maintenance database") {
+		t.Fatalf("a database of Worktrack's own was warned about:\n%s", out)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
+	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/graph/server"
@@ -69,6 +70,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	if len(applied) > 0 {
 		log.Info("migrations applied", "versions", applied)
 	}
+	warnNeighbours(ctx, db, log)
 
 	m := metrics.New()
 	if sqlDB, err := db.Gorm().DB(); err == nil {
@@ -123,6 +125,25 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	case <-ctx.Done():
 	}
 	return shutdown(srv, sockets, errc, stopDispatcher, cfg.ShutdownTimeout, log)
+}
+
+// warnNeighbours warns when Worktrack's tables share their database with
+// something else: PostgreSQL's maintenance database, or tables Worktrack's
+// migrations did not make. It serves all the same.
+func warnNeighbours(ctx context.Context, db *store.DB, log *slog.Logger) {
+	n, err := db.Neighbours(ctx)
+	if err != nil {
+		log.Warn("could not list the database's other tables", "error", err.Error())
+		return
+	}
+	if n.Maintenance {
+		log.Warn("DATABASE_URL names PostgreSQL's maintenance database \"postgres\": Worktrack's tables now live beside whatever else uses it. " +
+			"Give Worktrack a database of its own (CREATE DATABASE worktrack) and point DATABASE_URL at it.")
+	}
+	if len(n.Tables) > 0 {
+		log.Warn("the database also holds tables Worktrack did not make; if it was meant for something else, "+
+			"give Worktrack a database of its own and point DATABASE_URL at it", "tables", n.Tables)
+	}
 }
 
 // httpServer serves h with the timeouts of a public API: slow clients cannot
