@@ -58,8 +58,15 @@ build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT
 # go test -json through tools/testsummary prints what plain go test prints,
 # then how many tests were skipped for want of PostgreSQL, Redis, Docker or
 # Node.js, and how to run them. The exit status is go test's.
+# Without TEST_DATABASE_URL the PostgreSQL tests use testcontainers, with the
+# offline image of make test-image when Docker holds it and no other
+# (storetest.chooseImage); the ports are dialled where TC_HOST_OVERRIDE says.
 test: ## run every test with the race detector (extra flags: TESTFLAGS=...); says what was skipped
-	@set -o pipefail; $(GO) build -o $(BIN)/testsummary ./tools/testsummary && \
+	@set -o pipefail; \
+	if [ -z "$${TESTCONTAINERS_HOST_OVERRIDE+set}" ] && [ -n '$(TC_HOST_OVERRIDE)' ]; then \
+		export TESTCONTAINERS_HOST_OVERRIDE='$(TC_HOST_OVERRIDE)'; \
+	fi; \
+	$(GO) build -o $(BIN)/testsummary ./tools/testsummary && \
 	$(TEST_GOFLAGS) $(GO) test -race -count=1 -json $(TESTFLAGS) ./... 2>&1 | $(BIN)/testsummary
 
 # Fuzzing: every `func FuzzXxx` of a test file, one at a time, each for

@@ -23,7 +23,7 @@ func realRedis(tb testing.TB) *redis.Client {
 	tb.Helper()
 	url := os.Getenv("TEST_REDIS_URL")
 	if url == "" {
-		tb.Skip("TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0): skipping the tests against a real Redis server")
+		tb.Skip("TEST_REDIS_URL is not set. To run these tests: set TEST_REDIS_URL=redis://127.0.0.1:6379/0 (a Redis server's). Skipping.")
 	}
 	client, err := ratelimit.OpenRedis(url)
 	if err != nil {

@@ -34,7 +34,7 @@ func openBrowser(t *testing.T, base string) *browser {
 		if os.Getenv("WORKTRACK_REQUIRE_CHROMIUM") == "1" {
 			t.Fatalf("%s is missing (Debian's chromium package): %v", bin, err)
 		}
-		t.Skipf("%s is missing (apt-get install chromium); WORKTRACK_REQUIRE_CHROMIUM=1 makes this a failure", bin)
+		t.Skipf("%s is missing. To run these tests: apt-get install chromium. Skipping; WORKTRACK_REQUIRE_CHROMIUM=1 makes this a failure.", bin)
 	}
 	server, err := url.Parse(base)
 	if err != nil {

@@ -24,19 +24,20 @@ type Tool struct {
 func (tool Tool) Require(t testing.TB) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
-	missing := ""
+	missing, fix := "", tool.Install
 	switch {
 	case err != nil:
 		missing = "Node.js is not installed"
+		fix = "apt-get install nodejs npm, then " + tool.Install
 	default:
 		if _, err := os.Stat(filepath.Join(tool.Dir, "node_modules", tool.Package, "package.json")); err != nil {
-			missing = tool.Package + " is not installed in " + tool.Dir
+			missing = tool.Package + " is not installed in " + tool.Dir + " (npm ci from its lockfile)"
 		}
 	}
 	if missing == "" {
 		return node
 	}
-	msg := missing + "; `" + tool.Install + "` installs it from npm (npm ci)."
+	msg := missing + ". To run these tests: " + fix + "."
 	if os.Getenv(tool.RequireEnv) == "1" {
 		t.Fatalf("%s Failing because %s=1.", msg, tool.RequireEnv)
 	}

@@ -1,8 +1,15 @@
 // Command testsummary reads `go test -json` on stdin and prints what plain
 // `go test` prints (a line per package, and the output of failing tests),
 // then one line per kind of test that was skipped for want of a service,
-// saying how many and how to run them. `make test` pipes through it, so that
-// a run without PostgreSQL or Redis does not look like a complete one.
+// saying how many and the command that makes them run. `make test` pipes
+// through it, so that a run without PostgreSQL or Redis does not look like
+// a complete one.
+//
+// A skip says what would make it run in a sentence "To run these tests:
+// <command>." (storetest, nodetest, redistest and the browser tests write
+// it, naming the real cause: no Docker engine, no image registry, a missing
+// npm package); the summary repeats each distinct command, so the one line
+// a person reads names the fix for this machine, not a guess.
 //
 // The exit status is go test's business (make test uses pipefail); this
 // command fails only when its input is not test2json.
@@ -14,6 +21,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -25,19 +34,26 @@ type event struct {
 	Output  string
 }
 
-// skipKind sorts a skipped test by the reason it gave.
+// skipKind sorts a skipped test by the reason it gave: any of markers.
 type skipKind struct {
-	name, marker, how string
+	name    string
+	markers []string
+	how     string // when no skip of the kind says how
 }
 
 var kinds = []skipKind{
-	{"PostgreSQL", "TEST_DATABASE_URL",
+	{"PostgreSQL", []string{"storetest: PostgreSQL unavailable", "TEST_DATABASE_URL"},
 		"set TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable, or start a Docker engine for testcontainers (docs/testing.md)"},
-	{"Redis", "TEST_REDIS_URL", "set TEST_REDIS_URL=redis://127.0.0.1:6379/0"},
-	{"container (fault)", "WORKTRACK_REQUIRE_DOCKER", "start a Docker engine, then make test-image test-containers (docs/testing.md)"},
-	{"redis-server process", "redis-server is not on PATH", "install Debian's redis-server"},
-	{"Node.js client", "installs it from npm", "install Node.js and npm, then the make target each skip names (make schema-check, make webhook-verify)"},
+	{"Redis", []string{"TEST_REDIS_URL"}, "set TEST_REDIS_URL=redis://127.0.0.1:6379/0"},
+	{"container (fault)", []string{"WORKTRACK_REQUIRE_DOCKER"}, "start a Docker engine, then make test-image test-containers (docs/testing.md)"},
+	{"redis-server process", []string{"redis-server is not on PATH"}, "apt-get install redis-server"},
+	{"Node.js client", []string{"(npm ci from its lockfile)", "Node.js is not installed", "installs it from npm"},
+		"install Node.js and npm, then the make target each skip names"},
+	{"Chromium", []string{"chromium is missing"}, "apt-get install chromium"},
 }
+
+// fixRe is the sentence a skip names its fix with.
+var fixRe = regexp.MustCompile(`To run these tests: (.+?)\.(?:\s|$)`)
 
 func main() {
 	if err := summarize(os.Stdin, os.Stdout); err != nil {
@@ -46,11 +62,17 @@ func main() {
 	}
 }
 
+// tally is what the skips of one kind said.
+type tally struct {
+	count int
+	fixes []string // distinct, in the order first seen
+}
+
 func summarize(in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	outputs := map[string]*strings.Builder{} // package + test -> its output
-	skipped := make([]int, len(kinds))
+	skipped := make([]tally, len(kinds))
 	for sc.Scan() {
 		line := sc.Bytes()
 		var e event
@@ -79,12 +101,7 @@ func summarize(in io.Reader, out io.Writer) error {
 			delete(outputs, key)
 		case e.Action == "skip" && e.Test != "":
 			if b := outputs[key]; b != nil {
-				for i, k := range kinds {
-					if strings.Contains(b.String(), k.marker) {
-						skipped[i]++
-						break
-					}
-				}
+				count(skipped, b.String())
 			}
 			delete(outputs, key)
 		case e.Action == "pass":
@@ -95,9 +112,30 @@ func summarize(in io.Reader, out io.Writer) error {
 		return err
 	}
 	for i, k := range kinds {
-		if skipped[i] > 0 {
-			fmt.Fprintf(out, "\nSKIPPED: %d tests that need %s did not run; to run them, %s.\n", skipped[i], k.name, k.how)
+		t := skipped[i]
+		if t.count == 0 {
+			continue
 		}
+		fixes := t.fixes
+		if len(fixes) == 0 {
+			fixes = []string{k.how}
+		}
+		fmt.Fprintf(out, "\nSKIPPED: %d tests that need %s did not run. To run them: %s.\n", t.count, k.name, strings.Join(fixes, "; and "))
 	}
 	return nil
+}
+
+// count files one skipped test's output under its kind, with the fix it
+// names.
+func count(skipped []tally, output string) {
+	for i, k := range kinds {
+		if !slices.ContainsFunc(k.markers, func(m string) bool { return strings.Contains(output, m) }) {
+			continue
+		}
+		skipped[i].count++
+		if m := fixRe.FindStringSubmatch(output); m != nil && !slices.Contains(skipped[i].fixes, m[1]) {
+			skipped[i].fixes = append(skipped[i].fixes, m[1])
+		}
+		return
+	}
 }

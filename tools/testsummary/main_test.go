@@ -44,3 +44,37 @@ func TestSummaryCountsSkipsByServiceAndShowsFailures(t *testing.T) {
 		}
 	}
 }
+
+// The summary names the fix each skip gave for this machine, not a guess:
+// with Docker running but no registry, make test-image; with Node.js
+// installed but one client missing, that client's make target only.
+func TestSummaryNamesTheFixTheSkipsGave(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"output","Package":"p","Test":"TestPG","Output":"    x.go:1: storetest: PostgreSQL unavailable: TEST_DATABASE_URL is unset and no container could be started: image postgres:16-alpine: pull access denied. To run these tests: make test-image: no image registry answers. Skipping.\n"}`,
+		`{"Action":"skip","Package":"p","Test":"TestPG"}`,
+		`{"Action":"output","Package":"p","Test":"TestPG2","Output":"storetest: PostgreSQL unavailable: same. To run these tests: make test-image: no image registry answers. Skipping.\n"}`,
+		`{"Action":"skip","Package":"p","Test":"TestPG2"}`,
+		`{"Action":"output","Package":"q","Test":"TestHook","Output":"standardwebhooks is not installed in ../../tools/webhook-verify (npm ci from its lockfile). To run these tests: make webhook-verify. Skipping.\n"}`,
+		`{"Action":"skip","Package":"q","Test":"TestHook"}`,
+		`{"Action":"output","Package":"q","Test":"TestWS","Output":"graphql-ws is not installed in ../tools/graphql-ws-client (npm ci from its lockfile). To run these tests: make graphql-ws-client. Skipping.\n"}`,
+		`{"Action":"skip","Package":"q","Test":"TestWS"}`,
+	}, "\n")
+	var out strings.Builder
+	if err := summarize(strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"SKIPPED: 2 tests that need PostgreSQL did not run. To run them: make test-image: no image registry answers.\n",
+		"SKIPPED: 2 tests that need Node.js client did not run. To run them: make webhook-verify; and make graphql-ws-client.\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"start a Docker engine", "install Node.js"} {
+		if strings.Contains(got, not) {
+			t.Errorf("%q is not this machine's fix:\n%s", not, got)
+		}
+	}
+}

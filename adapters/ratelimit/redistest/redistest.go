@@ -35,7 +35,7 @@ func Start(t testing.TB) *Server {
 		if os.Getenv("TEST_REDIS_URL") != "" {
 			t.Fatalf("redistest: redis-server is not on PATH (install Debian's redis-server): %v", err)
 		}
-		t.Skip("redistest: redis-server is not on PATH: skipping a test that needs a Redis server of its own")
+		t.Skip("redistest: redis-server is not on PATH. To run these tests: apt-get install redis-server. Skipping.")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -33,16 +33,13 @@ type OwnServer struct {
 	URL string
 }
 
-// OwnPostgres starts a PostgreSQL container of t's own (the image of
-// WORKTRACK_TEST_PG_IMAGE, else postgres:16-alpine), migrates it and
-// returns it; it is removed when t ends. Without a Docker engine, t is
-// skipped, unless WORKTRACK_REQUIRE_DOCKER=1.
+// OwnPostgres starts a PostgreSQL container of t's own (the image
+// chooseImage picks), migrates it and returns it; it is removed when t
+// ends. Without a Docker engine, t is skipped, unless
+// WORKTRACK_REQUIRE_DOCKER=1.
 func OwnPostgres(t testing.TB) *OwnServer {
 	t.Helper()
-	image := os.Getenv(EnvPostgresImage)
-	if image == "" {
-		image = defaultImage
-	}
+	image := chooseImage()
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -73,11 +70,12 @@ func OwnPostgres(t testing.TB) *OwnServer {
 		})
 	}
 	if err != nil {
-		msg := fmt.Sprintf("storetest: no PostgreSQL container of the test's own (image %s): %v%s", image, err, startHint(err))
+		msg := fmt.Sprintf("storetest: no PostgreSQL container of the test's own (image %s): %v. To run these tests: %s.",
+			image, err, fixFor(err, "start a Docker engine (docs/testing.md)"))
 		if os.Getenv(EnvRequireDocker) == "1" {
 			t.Fatal(msg)
 		}
-		t.Skip(msg + ". Skipping; " + EnvRequireDocker + "=1 makes this a failure.")
+		t.Skip(msg + " Skipping; " + EnvRequireDocker + "=1 makes this a failure.")
 	}
 	s := &OwnServer{t: t, c: c,
 		URL: fmt.Sprintf("postgres://worktrack:worktrack@127.0.0.1:%d/worktrack_fault?sslmode=disable", port)}

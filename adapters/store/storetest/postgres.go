@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
@@ -33,6 +35,15 @@ const (
 // defaultImage is the PostgreSQL started when TEST_DATABASE_URL and
 // WORKTRACK_TEST_PG_IMAGE are unset; Docker pulls it from Docker Hub.
 const defaultImage = "postgres:16-alpine"
+
+// offlineImage is the image `make test-image` builds from Debian's packages
+// where no registry answers (the Makefile's TEST_PG_IMAGE).
+const offlineImage = "worktrack/postgres-test:15"
+
+// fixPostgres is how to run the PostgreSQL tests when nothing more precise
+// is known.
+const fixPostgres = "set " + EnvDatabaseURL + "=postgres://postgres@127.0.0.1:5432/test?sslmode=disable, " +
+	"or start a Docker engine for testcontainers (docs/testing.md)"
 
 // containerLabel marks the containers this package starts, so that leftovers
 // of a test binary that died before Main's cleanup can be found
@@ -141,9 +152,7 @@ func requirePostgres(t testing.TB) *store.DB {
 	if server.err == nil {
 		return server.admin
 	}
-	msg := fmt.Sprintf("storetest: PostgreSQL unavailable: %v. "+
-		"Set %s=postgres://USER@HOST:5432/DBNAME (a dedicated test database) or make Docker available for testcontainers (docs/testing.md).",
-		server.err, EnvDatabaseURL)
+	msg := fmt.Sprintf("storetest: PostgreSQL unavailable: %v. To run these tests: %s.", server.err, fixFor(server.err, fixPostgres))
 	if os.Getenv(EnvRequirePostgres) == "1" {
 		t.Fatalf("%s Failing because %s=1.", msg, EnvRequirePostgres)
 	}
@@ -203,10 +212,7 @@ func checkBaseURL(raw string) error {
 // startContainer runs PostgreSQL in Docker, as the testcontainers-go postgres
 // module documents, and returns its URL. Without Docker it fails at once.
 func startContainer() (_ string, err error) {
-	image := os.Getenv(EnvPostgresImage)
-	if image == "" {
-		image = defaultImage
-	}
+	image := chooseImage()
 	var logs string // the end of the log of a container that did not become ready
 	defer func() {
 		// Some Docker discovery paths of testcontainers panic rather than
@@ -215,7 +221,7 @@ func startContainer() (_ string, err error) {
 			err = fmt.Errorf("testcontainers panicked: %v", r)
 		}
 		if err != nil {
-			err = fmt.Errorf("image %s: %w%s%s", image, err, startHint(err), logs)
+			err = fmt.Errorf("image %s: %w%s", image, err, logs)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -241,21 +247,57 @@ func startContainer() (_ string, err error) {
 	return c.ConnectionString(ctx, "sslmode=disable")
 }
 
-// startHint suggests the likely fix for a container that did not start.
-func startHint(err error) string {
+// chooseImage is the PostgreSQL image to start: WORKTRACK_TEST_PG_IMAGE's;
+// else the default one when Docker holds it; else the offline image of `make
+// test-image` when Docker holds that (a machine without a registry needs no
+// more than one make test-image); else the default one, for Docker to pull.
+// With the offline image Ryuk, testcontainers' reaper, is turned off unless
+// told otherwise: its image is on Docker Hub too, and Main terminates the
+// container itself.
+func chooseImage() string {
+	if image := os.Getenv(EnvPostgresImage); image != "" {
+		return image
+	}
+	if !imagePresent(defaultImage) && imagePresent(offlineImage) {
+		if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
+			_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+		}
+		return offlineImage
+	}
+	return defaultImage
+}
+
+// imagePresent reports whether the Docker engine of the environment holds
+// image, without pulling it.
+func imagePresent(image string) bool {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = cli.ImageInspect(ctx, image)
+	return err == nil
+}
+
+// fixFor is the one command that makes the tests run after a container
+// failed to start with err, or fallback when err says nothing more precise.
+func fixFor(err error, fallback string) string {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "reaper") || strings.Contains(msg, "ryuk"):
-		return ". Ryuk, testcontainers' reaper, needs its image from Docker Hub: without a registry set " +
-			"TESTCONTAINERS_RYUK_DISABLED=true (storetest.Main terminates the container itself)"
-	case strings.Contains(msg, "registry") || strings.Contains(msg, "pull") || strings.Contains(msg, "No such image"):
-		return fmt.Sprintf(". Without a registry, build a local image with `make test-image` and set %s=worktrack/postgres-test:15",
-			EnvPostgresImage)
+		return "set TESTCONTAINERS_RYUK_DISABLED=true: Ryuk, testcontainers' reaper, needs its image from Docker Hub " +
+			"(storetest.Main terminates the container itself)"
+	case strings.Contains(msg, "registry") || strings.Contains(msg, "pull") || strings.Contains(msg, "No such image") ||
+		strings.Contains(msg, "manifest"):
+		return "make test-image: no image registry answers, and it builds " + offlineImage +
+			" from Debian's packages, which the tests then use by themselves"
 	case strings.Contains(msg, "external check"):
-		return ". testcontainers could not reach the published port at the host it chose; with the Docker engine " +
-			"on this machine (testcontainers guesses the gateway when /.dockerenv exists) set TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1"
+		return "set TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1: testcontainers could not reach the published port at the host it chose " +
+			"(it guesses the gateway when /.dockerenv exists)"
 	}
-	return ""
+	return fallback
 }
 
 // logTail returns the end of the container's log, to show why PostgreSQL did
