@@ -17,7 +17,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
-
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/model"
 )
