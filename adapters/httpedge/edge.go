@@ -49,8 +49,12 @@ type Options struct {
 	AuthFailureWindow time.Duration
 	// Ready reports whether the database answers (GET /readyz).
 	Ready func(ctx context.Context) error
-	// TrustedProxies may set X-Forwarded-For; by default none, so the client
-	// address is the connection's and cannot be spoofed to dodge limits.
+	// TrustedProxies are the addresses or CIDRs of the proxies in front of
+	// the server (WORKTRACK_TRUSTED_PROXIES). A request from one of them has
+	// as its client address the right-most X-Forwarded-For address that is
+	// not itself a trusted proxy; any other request, the TCP peer's. By
+	// default none: X-Forwarded-For is ignored and cannot be spoofed to
+	// dodge limits.
 	TrustedProxies []string
 	// Observer, when set, is told of every answered request (metrics).
 	Observer RequestObserver
@@ -58,9 +62,12 @@ type Options struct {
 
 // RequestObserver is told of every answered request: its route template
 // ("" when no route matched; never the raw path), method, status (499 for
-// a client that went away) and latency. Implemented by adapters/metrics.
+// a client that went away) and latency; and of every refusal for a shared
+// limit, by the limit's name (domain.Limit…). Implemented by
+// adapters/metrics.
 type RequestObserver interface {
 	ObserveRequest(route, method string, status int, took time.Duration)
+	ObserveRefusal(limit string)
 }
 
 func (o *Options) defaults() {
@@ -111,6 +118,7 @@ func New(auth Authenticator, opts Options) *Edge {
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
 	e.ContextWithFallback = true
+	e.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		opts.Logger.Warn("ignoring bad trusted proxies", "error", err)
 	}

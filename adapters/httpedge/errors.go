@@ -26,6 +26,7 @@ var statusOf = map[domain.Code]int{
 	wire.CodeRouteNotFound:             http.StatusNotFound,
 	wire.CodeMethodNotAllowed:          http.StatusMethodNotAllowed,
 	domain.CodeAlreadyExists:           http.StatusConflict,
+	domain.CodeLimitReached:            http.StatusConflict,
 	domain.CodeInvalidStatusTransition: http.StatusConflict,
 	wire.CodeRequestTooLarge:           http.StatusRequestEntityTooLarge,
 	wire.CodeIdempotencyKeyReused:      http.StatusConflict,
@@ -80,6 +81,11 @@ const internalMessage = "An unexpected error occurred. Quote the request id when
 // alone, as 499 at info.
 func PublicError(c *gin.Context, err error) *domain.Error {
 	e, ok := domain.AsError(err)
+	if ok && e.Limit != "" {
+		if o, found := c.Get(observerKey); found {
+			o.(RequestObserver).ObserveRefusal(e.Limit)
+		}
+	}
 	serverFault := !ok || e.Code == domain.CodeUnavailable || e.Code == domain.CodeInternal
 	if !serverFault {
 		return e

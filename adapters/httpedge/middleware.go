@@ -22,6 +22,7 @@ import (
 const (
 	requestIDKey = "worktrack.requestID"
 	loggerKey    = "worktrack.logger"
+	observerKey  = "worktrack.observer"
 	actorKey     = "worktrack.actor"
 	// clientClosedKey marks a request whose failure PublicError put down to
 	// its client going away (an API that answers 200 with errors, GraphQL,
@@ -47,6 +48,9 @@ func (s *Edge) requestID(c *gin.Context) {
 	id := domain.NewID(domain.PrefixRequest)
 	c.Set(requestIDKey, id)
 	c.Set(loggerKey, s.opts.Logger)
+	if s.opts.Observer != nil {
+		c.Set(observerKey, s.opts.Observer)
+	}
 	c.Header("X-Request-Id", id)
 	c.Next()
 }
@@ -130,10 +134,13 @@ func (s *Edge) authenticate(c *gin.Context, render Renderer) {
 }
 
 // Authenticate resolves secret, sent from the client address addr, to its
-// caller. It refuses addresses that failed authentication too often
-// (too_many_requests), and counts every missing or invalid key as a failure
-// of addr. The API chain does this for every request; the GraphQL WebSocket
-// transport calls it for the key of connection_init.
+// caller. A key that authenticates is never refused for its address: many
+// clients share one behind a proxy or NAT. A missing or invalid key counts
+// as a failure of addr; once addr has failed AuthFailureLimit times in its
+// window, it is answered too_many_requests instead of 401 until the window
+// closes, so keys cannot be guessed at speed. The API chain does this for
+// every request; the GraphQL WebSocket transport calls it for the key of
+// connection_init.
 func (s *Edge) Authenticate(ctx context.Context, addr, secret string) (domain.Actor, error) {
 	actor, _, err := s.resolveKey(ctx, addr, secret)
 	return actor, err
@@ -142,27 +149,28 @@ func (s *Edge) Authenticate(ctx context.Context, addr, secret string) (domain.Ac
 // resolveKey is Authenticate, with the end of the address's block when it
 // is blocked.
 func (s *Edge) resolveKey(ctx context.Context, addr, secret string) (domain.Actor, time.Time, error) {
+	actor, err := s.auth.Authenticate(ctx, secret)
+	if err == nil {
+		return actor, time.Time{}, nil
+	}
+	if code := domain.ErrorCode(err); code != domain.CodeMissingAPIKey && code != domain.CodeInvalidAPIKey {
+		return domain.Actor{}, time.Time{}, err
+	}
 	key := "authfail:" + addr
 	now := s.opts.Clock.Now()
-	d, err := s.opts.Limiter.Peek(ctx, key, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
-	if err != nil {
+	d, lerr := s.opts.Limiter.Take(ctx, key, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now)
+	if lerr != nil {
 		// A limiter outage must not take the API down with it: fail open.
 		// The outage is reported once, where the limiter is guarded
 		// (ratelimit.Guard); a line per request would flood the log.
-		s.opts.Logger.Debug("auth failure limiter unavailable", "error", err.Error())
-	} else if !d.Allowed {
-		return domain.Actor{}, d.Reset, domain.Errorf(wire.CodeTooManyRequests, "Too many failed authentication attempts from your address. Retry after the time in the Retry-After header.")
-	}
-	actor, err := s.auth.Authenticate(ctx, secret)
-	if err != nil {
-		if code := domain.ErrorCode(err); code == domain.CodeMissingAPIKey || code == domain.CodeInvalidAPIKey {
-			if _, lerr := s.opts.Limiter.Take(ctx, key, s.opts.AuthFailureLimit, s.opts.AuthFailureWindow, now); lerr != nil {
-				s.opts.Logger.Debug("auth failure limiter unavailable", "error", lerr.Error())
-			}
-		}
+		s.opts.Logger.Debug("auth failure limiter unavailable", "error", lerr.Error())
 		return domain.Actor{}, time.Time{}, err
 	}
-	return actor, time.Time{}, nil
+	if !d.Allowed {
+		return domain.Actor{}, d.Reset, domain.Refusal(wire.CodeTooManyRequests, domain.LimitAuthFailures,
+			"Too many failed authentications from your address. Retry after the time in the Retry-After header, with a valid key.")
+	}
+	return domain.Actor{}, time.Time{}, err
 }
 
 // rateLimit counts the request against its key's window and reports the
@@ -222,7 +230,7 @@ func setRateLimitHeaders(h http.Header, d edgeport.RateDecision, window time.Dur
 }
 
 func errRateLimited() *domain.Error {
-	return domain.Errorf(wire.CodeTooManyRequests, "Too many requests for this API key. Retry after the time in the Retry-After header.")
+	return domain.Refusal(wire.CodeTooManyRequests, domain.LimitRate, "Too many requests for this API key. Retry after the time in the Retry-After header.")
 }
 
 // TakeRequest counts one request of the key against its rate limit, as the

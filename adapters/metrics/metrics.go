@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	deliveries *prometheus.CounterVec
+	refusals   *prometheus.CounterVec
 }
 
 // New registers the request and delivery instruments and Go's runtime and
@@ -47,11 +49,18 @@ func New() *Metrics {
 			Name: "worktrack_webhook_deliveries_total",
 			Help: "Webhook delivery attempts by outcome: succeeded, retry_scheduled, or failed (for good).",
 		}, []string{"outcome"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "worktrack_refusals_total",
+			Help: "Requests, operations and sockets refused for a shared limit, by the limit (reason): auth_failures, rate_limit, graphql_cost, subscriptions_per_key, sockets_per_key, pending_sockets, socket_init_timeout, webhooks_per_workspace, api_keys_per_user.",
+		}, []string{"reason"}),
 	}
 	for _, o := range []string{outcomeSucceeded, outcomeRetry, outcomeFailed} {
 		m.deliveries.WithLabelValues(o) // present at 0 from the start
 	}
-	reg.MustRegister(m.requests, m.duration, m.deliveries,
+	for _, l := range domain.Limits {
+		m.refusals.WithLabelValues(l)
+	}
+	reg.MustRegister(m.requests, m.duration, m.deliveries, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -78,6 +87,12 @@ func (m *Metrics) ObserveRequest(route, method string, status int, took time.Dur
 		return
 	}
 	m.duration.WithLabelValues(api, route, method).Observe(took.Seconds())
+}
+
+// ObserveRefusal counts a refusal for a shared limit, by the limit's name
+// (domain.Limit…).
+func (m *Metrics) ObserveRefusal(limit string) {
+	m.refusals.WithLabelValues(limit).Inc()
 }
 
 func apiOf(route string) string {
@@ -112,9 +127,14 @@ func (m *Metrics) WatchPool(name string, db *sql.DB) {
 // created (ok false when none is pending).
 type BacklogFunc func(ctx context.Context) (pending int64, oldest time.Time, ok bool, err error)
 
-// WatchBacklog exports the delivery backlog, read from the database at each
-// scrape (bounded by 2 s; a failed read leaves the two series out of that
-// scrape).
+// BacklogTTL is how long a reading of the delivery backlog serves the
+// scrapes that follow: a scrape costs no more than a constant, however
+// often /metrics is asked.
+const BacklogTTL = 5 * time.Second
+
+// WatchBacklog exports the delivery backlog, read from the database at most
+// once every BacklogTTL (bounded by 2 s; a failed read leaves the two series
+// out of that scrape).
 func (m *Metrics) WatchBacklog(backlog BacklogFunc) {
 	m.reg.MustRegister(&backlogCollector{backlog: backlog})
 }
@@ -139,7 +159,36 @@ var (
 		"Age of the oldest pending webhook delivery; 0 when none is pending.", nil, nil)
 )
 
-type backlogCollector struct{ backlog BacklogFunc }
+type backlogCollector struct {
+	backlog BacklogFunc
+
+	mu   sync.Mutex // held while reading, so that concurrent scrapes read once
+	read time.Time  // when the reading below was made; zero before the first
+	last backlogReading
+}
+
+type backlogReading struct {
+	pending int64
+	oldest  time.Time
+	ok      bool
+}
+
+// reading is the backlog as read at most BacklogTTL ago.
+func (c *backlogCollector) reading() (backlogReading, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.read.IsZero() && time.Since(c.read) < BacklogTTL {
+		return c.last, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pending, oldest, ok, err := c.backlog(ctx)
+	if err != nil {
+		return backlogReading{}, err
+	}
+	c.last, c.read = backlogReading{pending: pending, oldest: oldest, ok: ok}, time.Now()
+	return c.last, nil
+}
 
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pendingDesc
@@ -147,17 +196,15 @@ func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	pending, oldest, ok, err := c.backlog(ctx)
+	r, err := c.reading()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
 		return
 	}
 	age := 0.0
-	if ok {
-		age = max(0, time.Since(oldest).Seconds())
+	if r.ok {
+		age = max(0, time.Since(r.oldest).Seconds())
 	}
-	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(pending))
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(r.pending))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
 }

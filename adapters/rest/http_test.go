@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -124,34 +125,73 @@ func TestRateLimit(t *testing.T) {
 	})
 }
 
+// After 20 failed authentications from one address, that address gets 429
+// for every key that does not authenticate, until the window closes; a
+// valid key from it passes all the same (many clients share one address
+// behind a proxy or NAT), and the health checks are never refused.
 func TestFailedAuthenticationLimit(t *testing.T) {
 	e := apitest.New(t, storetest.SQLite(t))
 	attacker, bystander := "203.0.113.7:5555", "198.51.100.2:4444"
 	get := func(addr, key string) *apitest.Response {
 		return e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/users/me", Key: key, RemoteAddr: addr})
 	}
+	bad := "wtk_" + strings.Repeat("x", 40)
 	for i := 0; i < 20; i++ {
-		bad := "wtk_" + strings.Repeat("x", 40)
+		key := bad
 		if i%2 == 0 {
-			bad = ""
+			key = ""
 		}
-		res := get(attacker, bad)
+		res := get(attacker, key)
 		if res.Status != 401 {
 			t.Fatalf("failure %d: %d", i+1, res.Status)
 		}
 		e.Clock.Advance(time.Second)
 	}
 	// The window opened at the first failure, 20s ago: 40s remain.
-	blocked := get(attacker, e.Admin.Key)
+	blocked := get(attacker, bad)
 	blocked.ExpectError(t, 429, "too_many_requests", "")
 	if blocked.Header.Get("Retry-After") != "40" {
 		t.Fatalf("Retry-After %q", blocked.Header.Get("Retry-After"))
 	}
+	get(attacker, "").ExpectError(t, 429, "too_many_requests", "")
+	// A valid key is never refused for its address.
+	get(attacker, e.Admin.Key).ExpectStatus(t, 200)
+	get(attacker, e.Member.Key).ExpectStatus(t, 200)
 	e.Do(apitest.Request{Method: http.MethodGet, Path: "/healthz", RemoteAddr: attacker}).ExpectStatus(t, 200)
 	e.Do(apitest.Request{Method: http.MethodGet, Path: "/readyz", RemoteAddr: attacker}).ExpectStatus(t, 200)
-	get(bystander, e.Admin.Key).ExpectStatus(t, 200)
+	get(bystander, bad).ExpectError(t, 401, "invalid_api_key", "")
 	e.Clock.Advance(40 * time.Second)
-	get(attacker, e.Admin.Key).ExpectStatus(t, 200)
+	get(attacker, bad).ExpectError(t, 401, "invalid_api_key", "")
+}
+
+// Behind a trusted proxy the client address is the right-most
+// X-Forwarded-For address that is not a trusted proxy; from any other peer,
+// X-Forwarded-For is ignored, so a client cannot dodge the limit by sending
+// one.
+func TestTrustedProxiesNameTheClient(t *testing.T) {
+	e := apitest.New(t, storetest.SQLite(t), func(o *httpedge.Options) {
+		o.TrustedProxies = []string{"10.0.0.0/24", "192.0.2.1"}
+	})
+	bad := "wtk_" + strings.Repeat("x", 40)
+	via := func(peer, xff string) *apitest.Response {
+		return e.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/users/me", Key: bad, RemoteAddr: peer,
+			Header: map[string]string{"X-Forwarded-For": xff}})
+	}
+	// Through two trusted proxies: the client is 203.0.113.50 whatever it
+	// put on the left of the header itself.
+	for i := 0; i < 20; i++ {
+		via("10.0.0.7:1000", fmt.Sprintf("198.51.100.%d, 203.0.113.50, 192.0.2.1", i)).ExpectError(t, 401, "invalid_api_key", "")
+	}
+	via("10.0.0.7:1000", "203.0.113.50, 192.0.2.1").ExpectError(t, 429, "too_many_requests", "")
+	via("10.0.0.8:1000", "203.0.113.50").ExpectError(t, 429, "too_many_requests", "")
+	// Another client behind the same proxy is not blocked.
+	via("10.0.0.7:1000", "203.0.113.51").ExpectError(t, 401, "invalid_api_key", "")
+	// An untrusted peer's X-Forwarded-For is ignored: it is its own client.
+	for i := 0; i < 20; i++ {
+		via("198.51.100.9:1000", "203.0.113.60").ExpectError(t, 401, "invalid_api_key", "")
+	}
+	via("198.51.100.9:1000", "203.0.113.61").ExpectError(t, 429, "too_many_requests", "")
+	via("10.0.0.7:1000", "203.0.113.60").ExpectError(t, 401, "invalid_api_key", "")
 }
 
 // Every JSON body ends with a newline (curl's output then ends its line)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,29 @@ func TestStatementCacheCapacity(t *testing.T) {
 	}
 	if n := capacity(u + sep + "statement_cache_capacity=7"); n != 7 {
 		t.Errorf("with statement_cache_capacity=7 in the URL: %d, want 7", n)
+	}
+}
+
+// A PostgreSQL that accepts connections and never answers (a server that
+// drops packets after the handshake, say) makes Open fail, rather than hang:
+// the default connect timeout ends the attempt.
+func TestOpenGivesUpOnASilentServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never answered
+		}
+	}()
+	_, err = store.Open(context.Background(), "postgres://u@"+ln.Addr().String()+"/db?sslmode=disable")
+	if err == nil {
+		t.Fatal("Open succeeded against a server that never answers")
 	}
 }

@@ -187,10 +187,33 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	return db, nil
 }
 
+// ConnectTimeout is how long connecting to PostgreSQL may take when the URL
+// sets no connect_timeout: a server that drops packets is reported
+// unavailable after it, rather than holding requests for minutes.
+const ConnectTimeout = 5 * time.Second
+
 // postgresDialector opens PostgreSQL through pgx's database/sql driver,
 // with the statement cache and cancellation this store relies on; a pool of
 // 20 unless o says otherwise.
 func postgresDialector(url string, o *options) (gorm.Dialector, error) {
+	cfg, err := postgresConfig(url, o)
+	if err != nil {
+		return nil, err
+	}
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{
+			Conn: c, CancelRequestDelay: cancelRequestDelay, DeadlineDelay: cancelDeadlineDelay,
+		}
+	}
+	if o.maxOpenConns == 0 {
+		o.maxOpenConns = 20
+	}
+	return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), nil
+}
+
+// postgresConfig is pgx's configuration of url, with this store's defaults
+// where the URL sets none: ConnectTimeout, statementCacheCapacity.
+func postgresConfig(url string, o *options) (*pgx.ConnConfig, error) {
 	dsn := url
 	if o.asyncCommit {
 		var err error
@@ -205,15 +228,10 @@ func postgresDialector(url string, o *options) (gorm.Dialector, error) {
 	if !hasParam(dsn, "statement_cache_capacity") {
 		cfg.StatementCacheCapacity = statementCacheCapacity
 	}
-	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{
-			Conn: c, CancelRequestDelay: cancelRequestDelay, DeadlineDelay: cancelDeadlineDelay,
-		}
+	if !hasParam(dsn, "connect_timeout") {
+		cfg.ConnectTimeout = ConnectTimeout
 	}
-	if o.maxOpenConns == 0 {
-		o.maxOpenConns = 20
-	}
-	return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), nil
+	return cfg, nil
 }
 
 // sqliteDialector opens the SQLite file (or memory database) of url; a pool

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/mail"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -16,12 +17,15 @@ import (
 // Config is the whole configuration; it comes from the environment only
 // (docs/api.md#running-it, README.md#configuration).
 type Config struct {
-	Addr                string
-	DatabaseURL         string
-	RedisURL            string
-	RateLimit           int
-	RateWindow          time.Duration
-	AuthFailureLimit    int
+	Addr             string
+	DatabaseURL      string
+	RedisURL         string
+	RateLimit        int
+	RateWindow       time.Duration
+	AuthFailureLimit int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client (addresses or CIDRs; none by default).
+	TrustedProxies      []string
 	TLSCert, TLSKey     string
 	WebhookTimeout      time.Duration
 	WebhookBackoffBase  time.Duration
@@ -59,7 +63,8 @@ const configHelp = `Configuration comes from the environment only:
   REDIS_URL                         redis://… shares rate-limit counters between replicas (default: in process)
   WORKTRACK_RATE_LIMIT              requests per API key per window (default 600)
   WORKTRACK_RATE_WINDOW             the rate-limit window (default 60s)
-  WORKTRACK_AUTH_FAILURE_LIMIT      failed authentications per client address per 60s (default 20)
+  WORKTRACK_AUTH_FAILURE_LIMIT      failed authentications per client address per 60s before 429 (default 20)
+  WORKTRACK_TRUSTED_PROXIES         proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For names the client (default none)
   WORKTRACK_TLS_CERT, _TLS_KEY      serve HTTPS with this certificate and key (both or neither)
   WORKTRACK_WEBHOOK_TIMEOUT         per delivery attempt (default 5s)
   WORKTRACK_WEBHOOK_BACKOFF_BASE    first retry delay (default 10s)
@@ -141,6 +146,26 @@ func (e *env) boolean(name string, def bool) bool {
 	return b
 }
 
+// prefixes reads a comma-separated list of IP addresses and CIDRs; unset is
+// none.
+func (e *env) prefixes(name string) []string {
+	var out []string
+	for _, p := range strings.Split(e.str(name, ""), ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				e.fail(name, "%q is not an IP address or CIDR (examples: 10.0.0.5, 10.0.0.0/8, fd00::/8)", p)
+				return nil
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // oneOf reads a value that must be one of allowed (any case); unset is def.
 func (e *env) oneOf(name, def string, allowed ...string) string {
 	v := strings.ToLower(e.str(name, def))
@@ -175,6 +200,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		RateLimit:           e.positiveInt("WORKTRACK_RATE_LIMIT", 600),
 		RateWindow:          e.duration("WORKTRACK_RATE_WINDOW", time.Minute),
 		AuthFailureLimit:    e.positiveInt("WORKTRACK_AUTH_FAILURE_LIMIT", 20),
+		TrustedProxies:      e.prefixes("WORKTRACK_TRUSTED_PROXIES"),
 		TLSCert:             e.str("WORKTRACK_TLS_CERT", ""),
 		TLSKey:              e.str("WORKTRACK_TLS_KEY", ""),
 		WebhookTimeout:      e.duration("WORKTRACK_WEBHOOK_TIMEOUT", 5*time.Second),

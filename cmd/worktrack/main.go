@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,7 +35,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "worktrack: "+oneLine(err))
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(stderr, "worktrack: "+oneLine(err))
+		}
 		return 1
 	}
 	return 0

@@ -96,8 +96,9 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 	dir := t.TempDir()
 	p := startServe(t, dir)
 	secrets := secretRe.FindAllString(p.Stderr.String(), -1)
-	if len(secrets) == 0 || !strings.Contains(p.Stderr.String(), "shown ONCE") {
-		t.Fatalf("no bootstrap banner:\n%s", p.Stderr.String())
+	// Not a terminal: JSON mode, where the key is a record's api_key.
+	if len(secrets) == 0 || !strings.Contains(p.Stderr.String(), `"api_key":"`+secrets[0]+`"`) {
+		t.Fatalf("no bootstrap record:\n%s", p.Stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "worktrack.db")); err != nil {
 		t.Fatalf("the embedded default must create worktrack.db in the working directory: %v", err)
@@ -125,7 +126,7 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK || string(body) != `{"data":{"me":{"email":"admin@example.com","role":"ADMIN"}}}` {
+	if res.StatusCode != http.StatusOK || string(body) != "{\"data\":{\"me\":{\"email\":\"admin@example.com\",\"role\":\"ADMIN\"}}}\n" {
 		t.Fatalf("graphql: %d %s", res.StatusCode, body)
 	}
 	// One JSON log line per request on stderr, within the log's 100 ms
@@ -141,8 +142,15 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 		t.Fatalf("exit code after SIGTERM: %d\n%s", c, p.Stderr.String())
 	}
 
+	// In JSON mode every line serve wrote to stderr is one JSON object.
+	for _, line := range strings.Split(strings.TrimSpace(p.Stderr.String()), "\n") {
+		if !json.Valid([]byte(line)) || !strings.HasPrefix(line, "{") {
+			t.Fatalf("a line that is not one JSON object in JSON mode: %q", line)
+		}
+	}
+
 	again := startServe(t, dir)
-	if secretRe.MatchString(again.Stderr.String()) || strings.Contains(again.Stderr.String(), "shown ONCE") {
+	if secretRe.MatchString(again.Stderr.String()) || strings.Contains(again.Stderr.String(), "api_key") {
 		t.Fatalf("a second start printed a key:\n%s", again.Stderr.String())
 	}
 	if code, _ := get(t, http.DefaultClient, again.Base+"/v1/users/me", secrets[0]); code != 200 {
@@ -246,12 +254,19 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"WORKTRACK_LOG_FORMAT=xml"}, "WORKTRACK_LOG_FORMAT"},
 		{[]string{"WORKTRACK_EVENT_RETENTION=1h"}, "WORKTRACK_EVENT_RETENTION"},
 		{[]string{"WORKTRACK_LOG_LEVEL=verbose"}, "WORKTRACK_LOG_LEVEL"},
+		{[]string{"WORKTRACK_TRUSTED_PROXIES=10.0.0.1,proxy.internal"}, "WORKTRACK_TRUSTED_PROXIES"},
 		{[]string{"DATABASE_URL=sqlite:/missing/dir/x.db"}, "directory \"/missing/dir\" of \"/missing/dir/x.db\" does not exist"},
 	} {
 		t.Run(tc.variable, func(t *testing.T) {
 			_, errOut, code := runCmd(t, dir, append(tc.env, firstAddr(tc.env)), "serve")
 			lines := strings.Split(strings.TrimSpace(errOut), "\n")
 			last := lines[len(lines)-1]
+			// In JSON mode (stderr is not a terminal) the one line is a JSON
+			// record; with an unusable log format, plain text.
+			var record struct{ Level, Msg string }
+			if json.Unmarshal([]byte(last), &record) == nil {
+				last = record.Msg
+			}
 			if code == 0 || !strings.Contains(last, tc.variable) || !strings.HasPrefix(last, "worktrack: ") {
 				t.Fatalf("want a non-zero exit naming %s, got %d:\n%s", tc.variable, code, errOut)
 			}
@@ -487,6 +502,7 @@ func TestLogFormatAndLevel(t *testing.T) {
 		{nil, `"level":"INFO","msg":"listening"`, "level=INFO"},
 		{[]string{"WORKTRACK_LOG_FORMAT=json"}, `"level":"INFO","msg":"listening"`, "level=INFO"},
 		{[]string{"WORKTRACK_LOG_FORMAT=text"}, `level=INFO msg=listening`, `"msg":"listening"`},
+		{[]string{"WORKTRACK_LOG_FORMAT=text"}, "It is shown ONCE and never again", `"api_key"`},
 		{[]string{"WORKTRACK_LOG_FORMAT=TEXT", "WORKTRACK_LOG_LEVEL=warn"}, "Worktrack is listening", "msg=listening"},
 		{[]string{"WORKTRACK_LOG_LEVEL=debug"}, `"level":"INFO","msg":"listening"`, "level=INFO"},
 	} {

@@ -123,8 +123,11 @@ func TestMetricsAfterRealTraffic(t *testing.T) {
 		if families, err = parser.TextToMetricFamilies(strings.NewReader(body)); err != nil {
 			t.Fatalf("the exposition does not parse: %v\n%s", err, body)
 		}
+		// The backlog is read at most every 5 seconds: an earlier scrape's
+		// reading may still show the delivery pending.
 		f := families["worktrack_webhook_deliveries_total"]
-		if counter(f, "succeeded") == 1 {
+		pending := families["worktrack_webhook_pending_deliveries"]
+		if counter(f, "succeeded") == 1 && pending != nil && pending.GetMetric()[0].GetGauge().GetValue() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -179,4 +182,38 @@ func counter(f *dto.MetricFamily, outcome string) float64 {
 		}
 	}
 	return 0
+}
+
+// Refusals for a shared limit are counted by reason, every reason present
+// from the start.
+func TestMetricsCountRefusalsByReason(t *testing.T) {
+	p := startServe(t, t.TempDir(), "WORKTRACK_AUTH_FAILURE_LIMIT=2")
+	for i := range 3 {
+		code, _ := call(t, http.MethodGet, p.Base+"/v1/users/me", "wtk_"+strings.Repeat("x", 40), "")
+		if want := map[bool]int{true: 429, false: 401}[i == 2]; code != want {
+			t.Fatalf("bad key %d: %d, want %d", i+1, code, want)
+		}
+	}
+	_, body := call(t, http.MethodGet, p.Base+"/metrics", "", "")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals := families["worktrack_refusals_total"]
+	for _, m := range refusals.GetMetric() {
+		want := 0.0
+		if labels(m)["reason"] == "auth_failures" {
+			want = 1
+		}
+		if got := m.GetCounter().GetValue(); got != want {
+			t.Errorf("refusals %v: %v, want %v", labels(m), got, want)
+		}
+	}
+	for _, reason := range []string{"auth_failures", "rate_limit", "graphql_cost", "sockets_per_key", "webhooks_per_workspace"} {
+		if !has(refusals, map[string]string{"reason": reason}) {
+			t.Errorf("no refusals sample for %s", reason)
+		}
+	}
+	p.Stop(t)
 }

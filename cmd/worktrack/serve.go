@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -34,10 +36,13 @@ func serveCmd(stderr io.Writer) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig()
-			if err != nil {
-				return err
+			if err == nil {
+				err = serve(cmd.Context(), cfg, stderr, nil)
 			}
-			return serve(cmd.Context(), cfg, stderr, nil)
+			if err != nil && logFormat(stderr, os.Getenv("WORKTRACK_LOG_FORMAT")) == logJSON {
+				return reportJSON(stderr, err)
+			}
+			return err
 		},
 	}
 }
@@ -85,6 +90,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	if err := bootstrap(ctx, a, cfg, out, base); err != nil {
 		return err
 	}
+	text := logFormat(stderr, cfg.LogFormat) == logText
 
 	// One HTTP edge, and the two APIs side by side on it.
 	edge, sockets := wiring.HTTP(a, db, httpedge.Options{
@@ -93,6 +99,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		RateLimit:        cfg.RateLimit,
 		RateWindow:       cfg.RateWindow,
 		AuthFailureLimit: cfg.AuthFailureLimit,
+		TrustedProxies:   cfg.TrustedProxies,
 		Ready:            db.Ping,
 		Observer:         m,
 	}, server.Options{
@@ -112,8 +119,10 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	go purgeEvents(ctx, a, cfg.EventRetention, log)
 	go a.Live.Run(ctx)
 	m.WatchSubscriptions(a.Live.Subscriptions)
-	log.Info("listening", "addr", ln.Addr().String(), "database", redactURL(cfg.DatabaseURL))
-	printListening(out, base)
+	log.Info("listening", "addr", ln.Addr().String(), "url", base, "database", redactURL(cfg.DatabaseURL))
+	if text {
+		printListening(out, base)
+	}
 	_ = out.Flush()
 	if ready != nil {
 		ready <- ln.Addr().String()
@@ -234,17 +243,25 @@ func shutdown(srv *http.Server, sockets *server.Sockets, errc <-chan error, stop
 }
 
 // bootstrap creates the first workspace, admin and key of an empty
-// database, and shows the key once.
+// database, and shows the key once: in a banner for a person, or in JSON
+// mode as one record with the key in api_key, whatever the log level (it
+// is never shown again).
 func bootstrap(ctx context.Context, a *app.App, cfg Config, out *logBuffer, base string) error {
 	created, _, secret, err := a.Admin.Bootstrap(ctx, cfg.BootstrapEmail)
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
-	if created {
-		printBanner(out, cfg.BootstrapEmail, secret, base)
-		_ = out.Flush()
+	if !created {
+		return nil
 	}
-	return nil
+	if logFormat(out.out, cfg.LogFormat) == logText {
+		printBanner(out, cfg.BootstrapEmail, secret, base)
+	} else {
+		slog.New(slog.NewJSONHandler(out, nil)).Warn(
+			"first start: an admin API key was created; it is shown once and never again, store it like a password",
+			"email", cfg.BootstrapEmail, "api_key", secret, "url", base)
+	}
+	return out.Flush()
 }
 
 // printBanner shows the bootstrap key once, on stderr, in a block that
@@ -255,18 +272,25 @@ func printBanner(w io.Writer, email, secret, base string) {
 		line, email, secret, secret, base, line)
 }
 
-// redactURL hides a password in a database URL before it is logged.
-func redactURL(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
-			cred := rest[:at]
-			if c := strings.Index(cred, ":"); c >= 0 {
-				return u[:i+3] + cred[:c] + ":***" + rest[at:]
-			}
+// redactURL hides the passwords of a database URL before it is logged: the
+// user-info's, and a password query parameter's. A URL that does not parse
+// is not logged at all.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	if _, set := u.User.Password(); set {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	}
+	q := u.Query()
+	for name := range q {
+		if strings.EqualFold(name, "password") {
+			q[name] = []string{"REDACTED"}
+			u.RawQuery = q.Encode()
 		}
 	}
-	return u
+	return u.String()
 }
 
 // purgeIdempotencyKeys deletes idempotency records past their 24-hour window,

@@ -28,14 +28,46 @@ const (
 	// CodeSubscriberTooSlow ends a subscription that fell too far behind
 	// the events it was sent; it can resume after the last one it received.
 	CodeSubscriberTooSlow Code = "subscriber_too_slow"
+	// CodeLimitReached: a workspace, user or key holds the most of a
+	// resource it may (webhooks, API keys).
+	CodeLimitReached Code = "resource_limit_reached"
 )
 
 // Error is the one error type of the core. Param names the request field or
-// query parameter at fault, for validation errors.
+// query parameter at fault, for validation errors. Limit, on a refusal that
+// keeps one tenant or client from taking more than its share, names the
+// limit; it is not shown to the client, and /metrics counts the refusals by
+// it (worktrack_refusals_total{reason}).
 type Error struct {
 	Code    Code
 	Message string
 	Param   string
+	Limit   string
+}
+
+// The shared limits a refusal can name (Error.Limit).
+const (
+	LimitAuthFailures   = "auth_failures"          // failed authentications from one address
+	LimitRate           = "rate_limit"             // a key's requests per window
+	LimitGraphQLCost    = "graphql_cost"           // an operation's complexity, depth or text
+	LimitSubscriptions  = "subscriptions_per_key"  // a key's subscriptions
+	LimitSockets        = "sockets_per_key"        // a key's open WebSockets
+	LimitPendingSockets = "pending_sockets"        // an address's sockets waiting for connection_init
+	LimitSocketInit     = "socket_init_timeout"    // a socket that sent no connection_init
+	LimitWebhooks       = "webhooks_per_workspace" // a workspace's webhooks
+	LimitAPIKeys        = "api_keys_per_user"      //nolint:gosec // a limit's name, not a credential
+)
+
+// Limits lists every limit a refusal can name.
+var Limits = []string{
+	LimitAuthFailures, LimitRate, LimitGraphQLCost, LimitSubscriptions, LimitSockets,
+	LimitPendingSockets, LimitSocketInit, LimitWebhooks, LimitAPIKeys,
+}
+
+// Refusal is a refusal for a shared limit: code (too_many_requests or
+// resource_limit_reached) with the limit it names.
+func Refusal(code Code, limit, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Limit: limit}
 }
 
 func (e *Error) Error() string {

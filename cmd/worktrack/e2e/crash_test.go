@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,5 +152,25 @@ func TestKilledServerLosesNoDelivery(t *testing.T) {
 	}
 	if code := second.Stop(t); code != 0 {
 		t.Fatalf("exit code after SIGTERM: %d\n%s", code, second.Stderr.String())
+	}
+}
+
+// serve's start-up log never shows the database's password, whether in
+// the URL's user-info or in a password parameter.
+func TestStartupLogHidesTheDatabasePassword(t *testing.T) {
+	bin := buildBinary(t)
+	u, err := url.Parse(storetest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), "hunter2") // trust: PostgreSQL ignores it
+	q := u.Query()
+	q.Set("password", "hunter3")
+	u.RawQuery = q.Encode()
+	p := proctest.Serve(t, bin, t.TempDir(), "DATABASE_URL="+u.String())
+	p.Stop(t)
+	out := p.Stderr.String()
+	if strings.Contains(out, "hunter2") || strings.Contains(out, "hunter3") || !strings.Contains(out, `"database":"`) {
+		t.Fatalf("the start-up log shows a password, or no database:\n%s", out)
 	}
 }

@@ -63,7 +63,9 @@ type Server struct {
 }
 
 var (
-	listenRe = regexp.MustCompile(`Worktrack is listening on (https?://[0-9.:]+)`)
+	// listenRe finds the base URL serve listens on: in its text banner, or
+	// in the JSON record of its listening line.
+	listenRe = regexp.MustCompile(`(?:Worktrack is listening on |"msg":"listening".*"url":")(https?://[0-9.:]+)`)
 	// SecretRe matches an API key secret, e.g. in the bootstrap banner.
 	SecretRe = regexp.MustCompile(`wtk_[0-9A-Za-z]{32,}`)
 )
