@@ -4,7 +4,8 @@ import "github.com/worktrack/worktrack/core/domain"
 
 // Complexity weighs each connection field by the page it asks for: a field
 // costs 1, a connection 1 + first × (the cost of what each item selects), so
-// that nested connections multiply as their results do. An out-of-range
+// that nested connections multiply as their results do, and aliases add up
+// (TestEveryConnectionIsWeighed keeps every connection of the schema here). An out-of-range
 // first weighs 1: the core refuses it with validation_failed (param first),
 // which is the answer the client needs, not a complexity error.
 func Complexity() ComplexityRoot {
@@ -12,6 +13,9 @@ func Complexity() ComplexityRoot {
 	c.Query.Users = func(child int, first *int, _ *string) int { return connectionCost(child, first) }
 	c.Query.Projects = func(child int, first *int, _ *string) int { return connectionCost(child, first) }
 	c.Query.Webhooks = func(child int, first *int, _ *string) int { return connectionCost(child, first) }
+	c.Query.Events = func(child int, first *int, _ *string, _ []domain.EventType, _ *string) int {
+		return connectionCost(child, first)
+	}
 	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string) int {
 		return connectionCost(child, first)
 	}

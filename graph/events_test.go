@@ -87,3 +87,29 @@ func TestEventsMatchTheRESTLog(t *testing.T) {
 		gql(t, e, e.Guest.Key, `{ events(after: "junk") { nodes { id } } }`, nil).expectError(t, "validation_failed", "after")
 	})
 }
+
+// Event.project is the project as the event recorded it; what is nested
+// under it resolves to the current state: the tasks' project is the
+// project as it is now, not the recorded one seeding the loaders' cache.
+func TestEventNestedFieldsShowTheCurrentState(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		prj := createProject(t, e, "NOW")
+		createTask(t, e, prj, map[string]any{"title": "Only"})
+		gql(t, e, e.Member.Key, `mutation($id: ID!) { updateProject(id: $id, input: {name: "Renamed"}) { id } }`,
+			map[string]any{"id": prj}).ok(t)
+		data := gql(t, e, e.Guest.Key, `{ events(types: [PROJECT_CREATED]) { nodes {
+			project { name tasks { nodes { title project { name } } } } } } }`, nil).ok(t)
+		nodes := list(data, "events", "nodes")
+		if len(nodes) != 1 {
+			t.Fatalf("events: %v", nodes)
+		}
+		if got := str(nodes[0], "project", "name"); got != "Project NOW" {
+			t.Fatalf("Event.project is %q, want the name the event recorded", got)
+		}
+		tasks := list(nodes[0], "project", "tasks", "nodes")
+		if len(tasks) != 1 || str(tasks[0], "project", "name") != "Renamed" {
+			t.Fatalf("the tasks' project under an event shows %v, want the current name", tasks)
+		}
+	})
+}

@@ -23,6 +23,13 @@ func TestLimitsRefuseBeforeAnySQL(t *testing.T) {
 		for _, c := range []struct{ name, query string }{
 			// 1 + 100 × (1 + (1 + 20 × 2)) = 4301 > 2000
 			{"complexity", `{ projects(first: 100) { nodes { tasks { nodes { id } } } } }`},
+			// Query.events weighs as any connection, its nested ones too:
+			// 1 + 100 × (1 + (1 + (1 + (1 + 10 × 2)))) = 2401
+			{"events", `{ events(first: 100) { nodes { task { project { tasks(first: 10) { nodes { id } } } } } } }`},
+			// aliases add up: 5 × (1 + 10 × (1 + (1 + 20 × 2))) = 5 × 431 = 2155
+			{"aliases", `{ a: projects(first: 10) { nodes { tasks { nodes { id } } } } b: projects(first: 10) { nodes { tasks { nodes { id } } } }
+				c: projects(first: 10) { nodes { tasks { nodes { id } } } } d: projects(first: 10) { nodes { tasks { nodes { id } } } }
+				e: projects(first: 10) { nodes { tasks { nodes { id } } } } }`},
 			// depth 7 > 6
 			{"depth", `{ projects { edges { node { tasks { edges { node { assignee { id } } } } } } } }`},
 			// fragments count where they are spread

@@ -9,6 +9,7 @@ import (
 
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 // loaders batch the per-item lookups of one request (vikstrous/dataloadgen):
@@ -81,15 +82,17 @@ type projectList struct {
 
 func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
 	l := &loaders{app: a, who: who, lists: map[string]*projectList{}}
-	opt := dataloadgen.WithWait(wait)
+	// A batch larger than ports.MaxBatch keys would be split by the store
+	// anyway; the loaders split it first, so that no call holds more.
+	opt, capacity := dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(ports.MaxBatch)
 	l.users = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]domain.User, []error) {
 		users, err := a.Users.GetMany(ctx, who, ids)
 		return byID(ids, users, err, "user", func(u domain.User) string { return u.ID })
-	}, opt)
+	}, opt, capacity)
 	l.projects = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]domain.Project, []error) {
 		ps, err := a.Projects.GetMany(ctx, who, ids)
 		return byID(ids, ps, err, "project", func(p domain.Project) string { return p.ID })
-	}, opt)
+	}, opt, capacity)
 	l.taskPages = dataloadgen.NewLoader(func(ctx context.Context, keys []taskPageKey) ([]domain.Page[domain.Task], []error) {
 		pages, errs := l.listTaskPages(ctx, keys)
 		// Queue the assignees of every task of the batch now, from this one

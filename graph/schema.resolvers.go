@@ -106,13 +106,14 @@ func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string, p
 
 func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error) {
 	l := loadersOf(ctx)
-	l.primeProjects(*obj)
 	args := newTaskPageArgs(pageRequest(first, after), status, assigneeID, selectsTaskAssignee(ctx))
 	page, err := l.taskPage(ctx, taskPageKey{projectID: obj.ID, args: args})
 	if err != nil {
 		return nil, err
 	}
-	// The project is primed above; the assignees, when selected, are queued.
+	// The project is not primed from obj: under an event obj is the project
+	// as the event recorded it, and its tasks' project is the current one.
+	// Projects read by Query.projects and Query.project are primed there.
 	return l.taskConnection(ctx, page, taskRefs{assignee: args.withAssignees}), nil
 }
 
@@ -148,6 +149,9 @@ func (r *queryResolver) Project(ctx context.Context, id string) (*domain.Project
 	if err != nil {
 		return nil, err
 	}
+	l := loadersOf(ctx)
+	l.primeProjects(p)
+	l.listed([]domain.Project{p})
 	return &p, nil
 }
 

@@ -1,6 +1,12 @@
 package graph
 
-import "testing"
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2/ast"
+)
 
 // The look-ahead reads schema names as strings: each must name a field of
 // the schema, and the item types must be what the connections hold, so that
@@ -32,5 +38,37 @@ func TestLookAheadNamesAreInTheSchema(t *testing.T) {
 	}
 	if !implements {
 		t.Errorf("%s does not implement %s", typeTask, typeNode)
+	}
+}
+
+// Every field whose value is a connection is weighed by the page it asks
+// for (Complexity): a connection added to the schema without its weight
+// would let one operation fetch a hundred times what the limit admits.
+func TestEveryConnectionIsWeighed(t *testing.T) {
+	schema := NewSchema(nil).Schema()
+	weights := reflect.ValueOf(Complexity())
+	checked := 0
+	for _, typ := range schema.Types {
+		if typ.BuiltIn || (typ.Kind != ast.Object && typ.Kind != ast.Interface) {
+			continue
+		}
+		for _, f := range typ.Fields {
+			if !strings.HasSuffix(f.Type.Name(), "Connection") {
+				continue
+			}
+			checked++
+			fields := weights.FieldByName(typ.Name)
+			if !fields.IsValid() {
+				t.Errorf("%s.%s is a connection, but its type has no complexity functions", typ.Name, f.Name)
+				continue
+			}
+			fn := fields.FieldByName(strings.ToUpper(f.Name[:1]) + f.Name[1:])
+			if !fn.IsValid() || fn.IsNil() {
+				t.Errorf("%s.%s is a connection without a weight in Complexity()", typ.Name, f.Name)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("found %d connections; the test would check nothing", checked)
 	}
 }

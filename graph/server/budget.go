@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
@@ -27,9 +28,14 @@ import (
 //
 // Subscriptions are not held: their response handler waits for the next
 // event, and holding budget while waiting would starve everything else.
+//
+// One API key holds at most half the capacity at once: its further
+// operations wait on a share of its own, so that one key's near-limit
+// queries never hold the whole process while other keys' operations wait.
 type workBudget struct {
 	sem      *semaphore.Weighted
 	capacity int64
+	keys     *keyShares
 }
 
 var _ interface {
@@ -38,7 +44,10 @@ var _ interface {
 } = workBudget{}
 
 func newWorkBudget(capacity int) workBudget {
-	return workBudget{sem: semaphore.NewWeighted(int64(capacity)), capacity: int64(capacity)}
+	return workBudget{
+		sem: semaphore.NewWeighted(int64(capacity)), capacity: int64(capacity),
+		keys: &keyShares{capacity: max(int64(capacity)/2, 1), shares: map[string]*keyShare{}},
+	}
 }
 
 func (b workBudget) set() bool { return b.sem != nil }
@@ -56,10 +65,64 @@ func (b workBudget) InterceptResponse(ctx context.Context, next graphql.Response
 	if stats := extension.GetComplexityStats(ctx); stats != nil {
 		weight = min(max(int64(stats.Complexity), 1), b.capacity)
 	}
-	if err := b.sem.Acquire(ctx, weight); err != nil {
+	who, _ := graph.CallerOf(ctx)
+	release, err := b.keys.acquire(ctx, who.Actor.KeyID, weight)
+	if err == nil {
+		if err = b.sem.Acquire(ctx, weight); err != nil {
+			release()
+		}
+	}
+	if err != nil {
 		// Only the request's end stops the wait: its client went away.
 		return &graphql.Response{Errors: gqlerror.List{graph.PresentError(ctx, err)}}
 	}
+	defer release()
 	defer b.sem.Release(weight)
 	return next(ctx)
+}
+
+// keyShares are the API keys' shares of the budget: a semaphore per key
+// with operations in execution or waiting, of half the budget's capacity.
+type keyShares struct {
+	capacity int64
+	mu       sync.Mutex
+	shares   map[string]*keyShare
+}
+
+type keyShare struct {
+	sem   *semaphore.Weighted
+	users int // operations holding or waiting for sem
+}
+
+// acquire takes weight (at most the share's capacity) of key's share,
+// waiting until ctx ends for it, and returns its release. An operation of
+// no key (none in production) has no share.
+func (k *keyShares) acquire(ctx context.Context, key string, weight int64) (release func(), err error) {
+	if key == "" {
+		return func() {}, nil
+	}
+	weight = min(weight, k.capacity)
+	k.mu.Lock()
+	s := k.shares[key]
+	if s == nil {
+		s = &keyShare{sem: semaphore.NewWeighted(k.capacity)}
+		k.shares[key] = s
+	}
+	s.users++
+	k.mu.Unlock()
+	done := func() {
+		k.mu.Lock()
+		if s.users--; s.users == 0 {
+			delete(k.shares, key)
+		}
+		k.mu.Unlock()
+	}
+	if err := s.sem.Acquire(ctx, weight); err != nil {
+		done()
+		return nil, err
+	}
+	return func() {
+		s.sem.Release(weight)
+		done()
+	}, nil
 }

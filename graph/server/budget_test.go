@@ -8,6 +8,9 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph"
 )
 
 // operation is a context of one operation of the given kind and
@@ -113,4 +116,47 @@ func TestWorkBudgetWaitEndsWithTheRequest(t *testing.T) {
 	in2, out2, _, _ := run(operation(ast.Query, 10), b)
 	mustEnter(t, in2, "a query of the whole budget after the abandoned wait")
 	close(out2)
+}
+
+// keyed is operation run for an API key.
+func keyed(kind ast.Operation, complexity int, key string) context.Context {
+	return graph.WithCaller(operation(kind, complexity), nil, graph.Caller{Actor: domain.Actor{KeyID: key}}, time.Millisecond)
+}
+
+// One key holds at most half the budget: its second near-limit query waits
+// while another key's query runs.
+func TestWorkBudgetGivesNoKeyMoreThanHalf(t *testing.T) {
+	b := newWorkBudget(100)
+	inA1, outA1, doneA1, _ := run(keyed(ast.Query, 45, "key_A"), b)
+	mustEnter(t, inA1, "A's first query")
+	inA2, outA2, doneA2, _ := run(keyed(ast.Query, 45, "key_A"), b)
+	if !waiting(inA2) {
+		t.Fatal("A's second query ran: A would hold 90 of a budget of 100")
+	}
+	inB, outB, doneB, _ := run(keyed(ast.Query, 45, "key_B"), b)
+	mustEnter(t, inB, "B's query while A waits for its share")
+	close(outB)
+	close(outA1)
+	<-doneA1
+	mustEnter(t, inA2, "A's second query, once its first finished")
+	close(outA2)
+
+	// A query costlier than a key's share still runs, alone for its key.
+	inBig, outBig, doneBig, _ := run(keyed(ast.Query, 80, "key_C"), b)
+	mustEnter(t, inBig, "a query beyond a key's share")
+	inC, outC, doneC, _ := run(keyed(ast.Query, 1, "key_C"), b)
+	if !waiting(inC) {
+		t.Fatal("a query ran beside its key's query that took the key's whole share")
+	}
+	close(outBig)
+	mustEnter(t, inC, "the key's next query")
+	close(outC)
+	for _, done := range []chan struct{}{doneA2, doneB, doneBig, doneC} {
+		<-done
+	}
+	b.keys.mu.Lock()
+	defer b.keys.mu.Unlock()
+	if n := len(b.keys.shares); n != 0 {
+		t.Fatalf("%d key shares left behind with nothing running", n)
+	}
 }

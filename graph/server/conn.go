@@ -2,7 +2,9 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,10 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
+
+	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph"
 )
 
 // socketImplementation accepts the upgrade with gqlgen's own coder/websocket
@@ -51,6 +57,7 @@ func (i socketImplementation) Accept(w http.ResponseWriter, r *http.Request, o t
 	}
 	s.mu.Lock()
 	s.conn = conn
+	s.initTimer = time.AfterFunc(s.initTimeout, s.initTimedOut)
 	s.mu.Unlock()
 	return s, nil
 }
@@ -69,20 +76,53 @@ func (i socketImplementation) Accept(w http.ResponseWriter, r *http.Request, o t
 //     end.
 //
 // It also carries the upgrade request's gin context (its request id and
-// client address) and, once connection_init succeeded, the key.
+// client address) and, once connection_init succeeded, the key. It closes
+// itself with 4408 when no connection_init came within its initTimeout, and
+// charges every subscribe message to the key's rate limit before gqlgen
+// parses it (NextReader).
 type socket struct {
-	gin  *gin.Context
-	gone chan struct{} // closed when the TCP connection has closed
+	gin         *gin.Context
+	edge        *httpedge.Edge
+	initTimeout time.Duration
+	addr        string        // the client address, counted until connection_init
+	gone        chan struct{} // closed when the TCP connection has closed
+	// counted is the key the socket counts against once initialised (set
+	// under Sockets' lock).
+	counted string
 
-	mu     sync.Mutex
-	conn   transport.WebsocketConn // gqlgen's, once accepted
-	secret string                  // its key, once initialised
-	cancel context.CancelFunc      // of the socket's context, once initialised
-	code   websocket.StatusCode    // set by closeWith
-	reason string
+	mu        sync.Mutex
+	conn      transport.WebsocketConn // gqlgen's, once accepted
+	secret    string                  // its key, once initialised
+	keyID     string
+	cancel    context.CancelFunc   // of the socket's context, once initialised
+	code      websocket.StatusCode // set by closeWith
+	reason    string
+	initTimer *time.Timer
 }
 
-func newSocket(c *gin.Context) *socket { return &socket{gin: c, gone: make(chan struct{})} }
+func newSocket(c *gin.Context, edge *httpedge.Edge, initTimeout time.Duration) *socket {
+	return &socket{gin: c, edge: edge, initTimeout: initTimeout, addr: c.ClientIP(), gone: make(chan struct{})}
+}
+
+// initTimedOut closes a socket that sent no connection_init in time.
+func (s *socket) initTimedOut() {
+	s.mu.Lock()
+	initialised := s.keyID != ""
+	s.mu.Unlock()
+	if initialised {
+		return
+	}
+	e := httpedge.PublicError(s.gin, domain.Refusal(domain.CodeTooManyRequests, domain.LimitSocketInit,
+		"No connection_init within %s.", s.initTimeout))
+	s.closeWith(CloseInitTimeout, "connection_init_timeout: "+e.Message)
+}
+
+// stopInitTimer stops the connection_init timer; s.mu is held.
+func (s *socket) stopInitTimer() {
+	if s.initTimer != nil {
+		s.initTimer.Stop()
+	}
+}
 
 type socketKey struct{}
 
@@ -126,7 +166,58 @@ func (s *socket) closeWith(code websocket.StatusCode, reason string) {
 	}
 }
 
-func (s *socket) NextReader() (int, io.Reader, error) { return s.conn.NextReader() }
+// NextReader reads the client's next message. A subscribe (any operation
+// over the socket: graphql-transport-ws's subscribe, or the legacy
+// protocol's start) is charged to the key's rate limit here, before gqlgen
+// parses it, valid or not; one past the limit is answered with an error
+// message of its own and never reaches gqlgen.
+func (s *socket) NextReader() (int, io.Reader, error) {
+	for {
+		typ, r, err := s.conn.NextReader()
+		if err != nil {
+			return typ, r, err
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return typ, nil, err
+		}
+		if s.charge(data) {
+			return typ, bytes.NewReader(data), nil
+		}
+	}
+}
+
+// charge takes one request of the key's rate limit for a subscribe
+// message, and reports whether the message may go on to gqlgen. Any other
+// message, and a message before connection_init (which gqlgen refuses),
+// goes on uncharged.
+func (s *socket) charge(data []byte) bool {
+	var m struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	}
+	if json.Unmarshal(data, &m) != nil || (m.Type != "subscribe" && m.Type != "start") {
+		return true
+	}
+	s.mu.Lock()
+	key := s.keyID
+	s.mu.Unlock()
+	if key == "" {
+		return true
+	}
+	err := s.edge.TakeRequest(context.Background(), key)
+	if err == nil {
+		return true
+	}
+	e := httpedge.PublicError(s.gin, err)
+	item := map[string]any{"message": e.Message, "extensions": graph.Extensions(e, httpedge.RequestID(s.gin))}
+	var payload any = []any{item}
+	if s.Subprotocol() != "graphql-transport-ws" {
+		payload = item // the legacy protocol's error payload is one error
+	}
+	_ = s.WriteJSON(map[string]any{"id": m.ID, "type": "error", "payload": payload})
+	return false
+}
 
 func (s *socket) Subprotocol() string { return s.conn.Subprotocol() }
 

@@ -34,6 +34,7 @@ const (
 	DefaultMaxDepth      = 12
 	DefaultAPQCacheSize  = 1_000
 	DefaultLoaderWait    = 10 * time.Millisecond
+	DefaultInitTimeout   = 10 * time.Second
 )
 
 // Options configure the GraphQL transport.
@@ -49,6 +50,9 @@ type Options struct {
 	APQCacheSize int
 	// LoaderWait is how long a dataloader waits to gather a batch.
 	LoaderWait time.Duration
+	// InitTimeout is how long a new WebSocket may take to send
+	// connection_init before it is closed with 4408 (default 10s).
+	InitTimeout time.Duration
 	// Logger receives resolver panics; errors are logged through the edge's
 	// logger (httpedge.PublicError), keyed by request id.
 	Logger *slog.Logger
@@ -73,6 +77,9 @@ func (o *Options) defaults() {
 	}
 	if o.LoaderWait <= 0 {
 		o.LoaderWait = DefaultLoaderWait
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = DefaultInitTimeout
 	}
 	if !o.budget.set() {
 		o.budget = newWorkBudget(o.MaxComplexity)

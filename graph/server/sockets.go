@@ -17,6 +17,8 @@ type Sockets struct {
 	auth     *app.Auth
 	mu       sync.Mutex
 	open     map[*socket]struct{}
+	perKey   map[string]int // initialised sockets by API key
+	pending  map[string]int // sockets before connection_init by client address
 	closed   bool
 	done     sync.WaitGroup // one per socket, until its TCP connection closed
 	watching sync.Once
@@ -24,7 +26,10 @@ type Sockets struct {
 }
 
 func newSockets(auth *app.Auth) *Sockets {
-	return &Sockets{auth: auth, open: map[*socket]struct{}{}, stop: make(chan struct{})}
+	return &Sockets{
+		auth: auth, open: map[*socket]struct{}{}, perKey: map[string]int{}, pending: map[string]int{},
+		stop: make(chan struct{}),
+	}
 }
 
 // watchKeys resolves the keys of the open sockets again every wsKeyCheck,
@@ -58,23 +63,58 @@ func (ss *Sockets) watchKeys() {
 	}
 }
 
-// add registers s, or refuses it once Close has begun.
-func (ss *Sockets) add(s *socket) bool {
+// add registers s, waiting for its connection_init. It is refused once
+// Close has begun (service_unavailable), and when its client address holds
+// MaxPendingSocketsPerAddress sockets waiting already (too_many_requests).
+func (ss *Sockets) add(s *socket) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.closed {
-		return false
+		return domain.Errorf(domain.CodeUnavailable, "The server is shutting down; connect again in a moment.")
+	}
+	if ss.pending[s.addr] >= MaxPendingSocketsPerAddress {
+		return domain.Refusal(domain.CodeTooManyRequests, domain.LimitPendingSockets,
+			"Your address holds %d WebSockets that have not sent connection_init yet, the most it may.", MaxPendingSocketsPerAddress)
 	}
 	ss.watching.Do(func() { go ss.watchKeys() })
 	ss.open[s] = struct{}{}
+	ss.pending[s.addr]++
 	ss.done.Add(1)
+	return nil
+}
+
+// initialised counts s, whose connection_init authenticated keyID, against
+// its key rather than its address; false when the key holds
+// MaxSocketsPerKey sockets already.
+func (ss *Sockets) initialised(s *socket, keyID string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.perKey[keyID] >= MaxSocketsPerKey {
+		return false
+	}
+	ss.perKey[keyID]++
+	ss.forgetPending(s.addr)
+	s.counted = keyID
 	return true
+}
+
+func (ss *Sockets) forgetPending(addr string) {
+	if ss.pending[addr]--; ss.pending[addr] <= 0 {
+		delete(ss.pending, addr)
+	}
 }
 
 // remove forgets s once its connection has closed.
 func (ss *Sockets) remove(s *socket) {
 	ss.mu.Lock()
 	delete(ss.open, s)
+	if key := s.counted; key != "" {
+		if ss.perKey[key]--; ss.perKey[key] <= 0 {
+			delete(ss.perKey, key)
+		}
+	} else {
+		ss.forgetPending(s.addr)
+	}
 	ss.mu.Unlock()
 	ss.done.Done()
 }

@@ -24,14 +24,27 @@ const (
 	// CloseForbidden: the key is missing, invalid, revoked or expired.
 	CloseForbidden = 4403
 	// CloseTooManyRequests: the client's address failed authentication too
-	// often (graphql-ws's "too many initialisation requests").
+	// often, or the key holds its most sockets, or the address its most
+	// sockets waiting for connection_init (graphql-ws's "too many
+	// initialisation requests").
 	CloseTooManyRequests = 4429
+	// CloseInitTimeout: no connection_init within Options.InitTimeout
+	// (graphql-ws's "connection initialisation timeout").
+	CloseInitTimeout = 4408
+)
+
+// Caps of the WebSocket transport (docs/api.md#sharing-fairly).
+const (
+	// MaxSocketsPerKey is the most open sockets one API key holds; the next
+	// connection_init closes its socket with 4429.
+	MaxSocketsPerKey = 20
+	// MaxPendingSocketsPerAddress is the most sockets one client address
+	// holds before their connection_init; the next upgrade is refused 429.
+	MaxPendingSocketsPerAddress = 20
 )
 
 // Timings of the WebSocket transport.
 const (
-	// wsInitTimeout is how long a new socket may take to send connection_init.
-	wsInitTimeout = 10 * time.Second
 	// wsPingInterval is how often the server pings; a client that has not
 	// answered within two intervals is disconnected.
 	wsPingInterval = 25 * time.Second
@@ -68,21 +81,23 @@ func headerHas(h http.Header, name, token string) bool {
 // wsHandler serves GraphQL over WebSocket (graphql-transport-ws; gqlgen
 // also speaks the legacy graphql-ws subprotocol).
 type wsHandler struct {
-	gql     http.Handler
-	edge    *httpedge.Edge
-	api     *httpedge.API
-	app     *app.App
-	sockets *Sockets
+	gql         http.Handler
+	edge        *httpedge.Edge
+	api         *httpedge.API
+	app         *app.App
+	sockets     *Sockets
+	initTimeout time.Duration
 }
 
 func newWSHandler(edge *httpedge.Edge, api *httpedge.API, a *app.App, o Options, sockets *Sockets) *wsHandler {
-	h := &wsHandler{edge: edge, api: api, app: a, sockets: sockets}
+	h := &wsHandler{edge: edge, api: api, app: a, sockets: sockets, initTimeout: o.InitTimeout}
 	srv := handler.New(graph.NewSchema(a))
 	limit := int64(wsReadLimit)
+	// No InitTimeout: the socket closes itself with 4408 after
+	// o.InitTimeout (gqlgen's own would close with 1002).
 	srv.AddTransport(transport.Websocket{
 		Implementation:   newSocketImplementation(),
 		InitFunc:         h.init,
-		InitTimeout:      wsInitTimeout,
 		PingPongInterval: wsPingInterval,
 		PayloadReadLimit: &limit,
 	})
@@ -91,7 +106,7 @@ func newWSHandler(edge *httpedge.Edge, api *httpedge.API, a *app.App, o Options,
 	// another: its loaders gather the loads of that one result, which start
 	// together, so they wait a millisecond rather than LoaderWait, which
 	// would cap a subscription at about 100 events a second.
-	srv.Use(wsOperations{edge: edge, app: a, wait: min(o.LoaderWait, wsLoaderWait)})
+	srv.Use(wsOperations{app: a, wait: min(o.LoaderWait, wsLoaderWait)})
 	h.gql = srv
 	return h
 }
@@ -103,12 +118,15 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 		return
 	}
 	c.Abort()
-	s := newSocket(c)
-	if !h.sockets.add(s) {
-		h.api.Abort(c, domain.Errorf(domain.CodeUnavailable, "The server is shutting down; connect again in a moment."))
+	s := newSocket(c, h.edge, h.initTimeout)
+	if err := h.sockets.add(s); err != nil {
+		h.api.Abort(c, err)
 		return
 	}
 	defer func() {
+		s.mu.Lock()
+		s.stopInitTimer()
+		s.mu.Unlock()
 		s.wait()
 		h.sockets.remove(s)
 	}()
@@ -117,9 +135,10 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 
 // init authenticates connection_init: the payload's "authorization" member
 // (any case), else the upgrade request's Authorization header. A refused key
-// closes the socket with 4403; then, while the socket is open, the key is
-// resolved again every wsKeyCheck and the socket closed with 4403 once it
-// no longer resolves (revoked, expired): Sockets.watchKeys.
+// closes the socket with 4403, a key that holds MaxSocketsPerKey sockets
+// already with 4429; then, while the socket is open, the key is resolved
+// again every wsKeyCheck and the socket closed with 4403 once it no longer
+// resolves (revoked, expired): Sockets.watchKeys.
 func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	s := socketOf(ctx)
 	header := s.gin.GetHeader("Authorization")
@@ -131,6 +150,10 @@ func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.
 	}
 	secret := httpedge.Bearer(header)
 	who, err := h.edge.Authenticate(ctx, s.gin.ClientIP(), secret)
+	if err == nil && !h.sockets.initialised(s, who.KeyID) {
+		err = domain.Refusal(domain.CodeTooManyRequests, domain.LimitSockets,
+			"This API key holds %d open WebSockets already, the most it may. Close one before you open another.", MaxSocketsPerKey)
+	}
 	if err != nil {
 		e := httpedge.PublicError(s.gin, err)
 		code := CloseForbidden
@@ -147,18 +170,18 @@ func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.cancel, s.secret = cancel, secret
+	s.cancel, s.secret, s.keyID = cancel, secret, who.KeyID
+	s.stopInitTimer()
 	s.mu.Unlock()
 	return graph.WithCaller(ctx, h.app, caller(s.gin, who), wsLoaderWait), nil, nil
 }
 
-// wsOperations applies to every operation over a WebSocket what the HTTP
-// chain applies to a request: it counts against the key's rate limit, and a
-// refused one gets an error message (not a result). Each result (each event
-// of a subscription) gets fresh dataloaders, so that the nested fields of
-// an event show the current state, not what an earlier event loaded.
+// wsOperations checks every operation over a WebSocket (its subscribe
+// message was charged to the key's rate limit by the socket before gqlgen
+// parsed it), and gives each result (each event of a subscription) fresh
+// dataloaders, so that the nested fields of an event show the current
+// state, not what an earlier event loaded.
 type wsOperations struct {
-	edge *httpedge.Edge
 	app  *app.App
 	wait time.Duration
 }
@@ -175,10 +198,6 @@ func (x wsOperations) InterceptOperation(ctx context.Context, next graphql.Opera
 	refuse := func(err error) graphql.ResponseHandler {
 		transport.AddSubscriptionError(ctx, graph.PresentError(ctx, err))
 		return func(context.Context) *graphql.Response { return nil }
-	}
-	who, _ := graph.CallerOf(ctx)
-	if err := x.edge.TakeRequest(ctx, who.Actor.KeyID); err != nil {
-		return refuse(err)
 	}
 	// GraphQL's rule "subscriptions select a single root field", which
 	// gqlgen would otherwise report as an internal failure at run time.
