@@ -91,7 +91,7 @@ func TestWebhookTwoDispatchersOnePostgres(t *testing.T) {
 		succeeded[id] = true
 		return http.StatusOK
 	})
-	opts := app.DispatcherOptions{Policy: testPolicy(30 * time.Second), Workers: 8}
+	opts := app.DispatcherOptions{Policy: testPolicy(30 * time.Second), Workers: 8, PerWorkspace: 8}
 	senderA := &countingSender{inner: webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})}
 	senderB := &countingSender{inner: webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})}
 	startDispatcherWith(t, e, e.App, dbA, senderA, opts)
@@ -209,7 +209,7 @@ func TestWebhookSlowReceiverKeepsToItsShare(t *testing.T) {
 			return http.StatusOK
 		})
 		fast := newReceiver(t, nil)
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(time.Minute), Timeout: time.Minute, Workers: 4, PerWebhook: 2})
+		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(time.Minute), Timeout: time.Minute, Workers: 4, PerWebhook: 2, PerWorkspace: 4})
 		// Registered after the dispatcher, so it runs before the dispatcher's
 		// stop waits for the attempts in flight.
 		t.Cleanup(func() { close(release) })

@@ -3,7 +3,9 @@ package rest_test
 import (
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -301,5 +303,46 @@ func TestRotateSecretBody(t *testing.T) {
 		if got := e.Get("/v1/webhooks/"+id, e.Admin.Key); strings.Contains(string(got.Body), "whsec_") || strings.Contains(string(got.Body), "previous") {
 			t.Fatalf("GET shows a secret: %s", got.Body)
 		}
+	})
+}
+
+// A workspace has at most 20 webhooks: the 21st is 409
+// resource_limit_reached, also when many are created at once, and another
+// workspace is not affected; deleting one makes room.
+func TestWebhooksPerWorkspaceAreCapped(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
+		url := "http://127.0.0.1:9/"
+		var wg sync.WaitGroup
+		statuses := make(chan int, domain.MaxWebhooksPerWorkspace+5)
+		for i := range domain.MaxWebhooksPerWorkspace + 5 {
+			wg.Go(func() {
+				res := e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key, map[string]any{"url": url + strconv.Itoa(i), "events": []string{"task.created"}})
+				statuses <- res.Status
+			})
+		}
+		wg.Wait()
+		close(statuses)
+		created := 0
+		for s := range statuses {
+			switch s {
+			case http.StatusCreated:
+				created++
+			case http.StatusConflict:
+			default:
+				t.Fatalf("status %d", s)
+			}
+		}
+		if created != domain.MaxWebhooksPerWorkspace {
+			t.Fatalf("%d webhooks created at once, want %d", created, domain.MaxWebhooksPerWorkspace)
+		}
+		res := e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key, map[string]any{"url": url + "x", "events": []string{"task.created"}})
+		res.ExpectError(t, http.StatusConflict, "resource_limit_reached", "")
+		e.Send(http.MethodPost, "/v1/webhooks", e.Other.Key, map[string]any{"url": url + "o", "events": []string{"task.created"}}).
+			ExpectStatus(t, http.StatusCreated)
+		first := e.Get("/v1/webhooks?limit=1", e.Admin.Key).JSON["data"].([]any)[0].(map[string]any)["id"].(string)
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/webhooks/" + first, Key: e.Admin.Key}).ExpectStatus(t, http.StatusNoContent)
+		e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key, map[string]any{"url": url + "y", "events": []string{"task.created"}}).
+			ExpectStatus(t, http.StatusCreated)
 	})
 }

@@ -11,26 +11,34 @@ import (
 
 // claimSQL leases due deliveries of active webhooks in one statement, on
 // SQLite, under the database's single write lock: the oldest due
-// deliveries of all webhooks (webhook_deliveries_due_idx), of which at most
-// the room of each webhook (row_number per webhook). The verbs fill in the
-// webhooks to skip, the locking clause (none here), the per-webhook room (a
-// join on a VALUES list, or nothing) and the RETURNING list.
+// deliveries of all webhooks (webhook_deliveries_due_idx; at most
+// sqliteCandidates), of which at most
+// the room of each webhook (n, row_number per webhook) and of each
+// workspace (wn), each workspace's oldest first (interleaved by wn). The
+// verbs fill in the webhooks and workspaces to skip, the per-webhook room
+// and the per-workspace room (a join on a VALUES list, or a constant).
 const claimSQL = `UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
 WHERE id IN (
-	SELECT r.id FROM (
-		SELECT c.id, c.webhook_id, c.next_attempt_at,
-			row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
+	SELECT q.id FROM (
+		SELECT r.id, r.workspace_id, r.next_attempt_at,
+			row_number() OVER (PARTITION BY r.workspace_id ORDER BY r.next_attempt_at, r.id) AS wn
 		FROM (
-			SELECT d.id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d
-			JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
-			WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-			AND w.active %s
-			ORDER BY d.next_attempt_at
-			LIMIT ? %s
-		) c
-	) r %s
+			SELECT c.id, c.webhook_id, c.workspace_id, c.next_attempt_at,
+				row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
+			FROM (
+				SELECT d.id, d.webhook_id, d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
+				JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+				WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+				AND w.active %s
+				ORDER BY d.next_attempt_at
+				LIMIT ?
+			) c
+		) r %s
+	) q %s
+	ORDER BY q.wn, q.next_attempt_at, q.id
+	LIMIT ?
 )
-RETURNING %s`
+RETURNING id`
 
 // pgClaimSQL leases due deliveries on PostgreSQL, webhook by webhook, so
 // that what a claim reads is bounded by the room it offers, not by the
@@ -40,15 +48,19 @@ RETURNING %s`
 //
 //   - hooks: the webhooks with pending deliveries, by a skip scan of
 //     webhook_deliveries_webhook_due_idx (one index probe per webhook);
-//   - for each active one not skipped, its oldest due deliveries up to its
-//     room, by a range scan of the same index, locked FOR UPDATE SKIP
-//     LOCKED: concurrent claims pass over each other's rows instead of
-//     waiting or taking them too, and the webhooks rows are not locked;
-//   - of those, the Limit oldest due are leased. A candidate left out is
-//     not updated, and its row lock ends with the statement.
+//   - for each active one not skipped (nor its workspace), its oldest due
+//     deliveries up to its room, by a range scan of the same index, locked
+//     FOR UPDATE SKIP LOCKED: concurrent claims pass over each other's
+//     rows instead of waiting or taking them too, and the webhooks rows are
+//     not locked;
+//   - of those, at most each workspace's room (wn, row_number per
+//     workspace), each workspace's oldest first and then its next ones
+//     (ordered by wn), up to Limit, are leased. A candidate left out is not
+//     updated, and its row lock ends with the statement.
 //
-// The verbs fill in the webhooks to skip, the per-webhook room (a join on a
-// VALUES list, or nothing) and the room's expression.
+// The verbs fill in the per-webhook room (a join on a VALUES list, or
+// nothing) and its expression, the webhooks and workspaces to skip, and
+// the per-workspace room.
 const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
 	(SELECT d.webhook_id FROM webhook_deliveries d WHERE d.status = 'pending' ORDER BY d.webhook_id LIMIT 1)
 	UNION ALL
@@ -58,18 +70,22 @@ const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
 ), claimed AS (
 	UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
 	WHERE id IN (
-		SELECT c.id FROM hooks h
-		JOIN webhooks w ON w.id = h.webhook_id %s
-		CROSS JOIN LATERAL (
-			SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-			WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
-				AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-			ORDER BY d.next_attempt_at
-			LIMIT %s
-			FOR UPDATE SKIP LOCKED
-		) c
-		WHERE w.active %s
-		ORDER BY c.next_attempt_at, c.id
+		SELECT q.id FROM (
+			SELECT c.id, c.next_attempt_at, w.workspace_id,
+				row_number() OVER (PARTITION BY w.workspace_id ORDER BY c.next_attempt_at, c.id) AS wn
+			FROM hooks h
+			JOIN webhooks w ON w.id = h.webhook_id %s
+			CROSS JOIN LATERAL (
+				SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+				WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
+					AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+				ORDER BY d.next_attempt_at
+				LIMIT %s
+				FOR UPDATE SKIP LOCKED
+			) c
+			WHERE w.active %s
+		) q %s
+		ORDER BY q.wn, q.next_attempt_at, q.id
 		LIMIT ?
 	)
 	RETURNING *
@@ -148,29 +164,28 @@ func pgClaim(r ports.ClaimRequest) (string, []any) {
 		// VALUES columns take their types from the first row.
 		var values string
 		values, args = roomValues(r.Room, "(?::text, ?::integer)", args)
-		join = "\n\t\tLEFT JOIN " + values + " AS room(webhook_id, n) ON room.webhook_id = h.webhook_id"
+		join = "\n\t\t\tLEFT JOIN " + values + " AS room(webhook_id, n) ON room.webhook_id = h.webhook_id"
 		limit = "coalesce(room.n, ?)"
 	}
 	args = append(args, now, now, perWebhook)
-	skip := ""
-	if len(r.SkipWebhooks) > 0 {
-		skip = "AND h.webhook_id NOT IN ?"
-		args = append(args, r.SkipWebhooks)
-	}
+	skip, args := skipClause("h.webhook_id", "w.workspace_id", r, args)
+	wsRoom, args := workspaceRoom(r, "(?::text, ?::integer)", "column1", "column2", args)
 	args = append(args, r.Limit)
-	return fmt.Sprintf(pgClaimSQL, join, limit, skip) + fmt.Sprintf(claimedSQL, "claimed", ""), args
+	return fmt.Sprintf(pgClaimSQL, join, limit, skip, wsRoom) + fmt.Sprintf(claimedSQL, "claimed", ""), args
 }
+
+// sqliteCandidates is how many of the oldest due deliveries a SQLite claim
+// chooses from: enough that one workspace's or webhook's backlog leaves
+// room for the others' oldest (a workspace at its cap is skipped outright),
+// few enough that a claim reads a bounded part of the due index.
+func sqliteCandidates(limit int) int { return max(8*limit, 1024) }
 
 // sqliteClaim is claimSQL with its arguments; it returns the ids leased.
 func sqliteClaim(r ports.ClaimRequest) (string, []any) {
 	now := Time(r.Now)
 	args := []any{Time(r.LeaseUntil), r.Owner, now, now}
-	skip := ""
-	if len(r.SkipWebhooks) > 0 {
-		skip = "AND d.webhook_id NOT IN ?"
-		args = append(args, r.SkipWebhooks)
-	}
-	args = append(args, r.Limit)
+	skip, args := skipClause("d.webhook_id", "d.workspace_id", r, args)
+	args = append(args, sqliteCandidates(r.Limit))
 	// The room per webhook: PerWebhook, lowered for those named in Room.
 	room := ""
 	if r.PerWebhook > 0 {
@@ -182,7 +197,41 @@ func sqliteClaim(r ports.ClaimRequest) (string, []any) {
 		}
 		args = append(args, r.PerWebhook)
 	}
-	return fmt.Sprintf(claimSQL, skip, "", room, "id"), args
+	wsRoom, args := workspaceRoom(r, "(?, ?)", "column1", "column2", args)
+	args = append(args, r.Limit)
+	return fmt.Sprintf(claimSQL, skip, room, wsRoom), args
+}
+
+// skipClause is the condition leaving out r's webhooks and workspaces to
+// skip (hook and workspace name their columns), with its arguments
+// appended to args.
+func skipClause(hook, workspace string, r ports.ClaimRequest, args []any) (string, []any) {
+	var skip string
+	if len(r.SkipWebhooks) > 0 {
+		skip += " AND " + hook + " NOT IN ?"
+		args = append(args, r.SkipWebhooks)
+	}
+	if len(r.SkipWorkspaces) > 0 {
+		skip += " AND " + workspace + " NOT IN ?"
+		args = append(args, r.SkipWorkspaces)
+	}
+	return skip, args
+}
+
+// workspaceRoom is the condition keeping at most each workspace's room of
+// the candidates q (by q.wn): WorkspaceRoom's, else PerWorkspace; nothing
+// when PerWorkspace is not set. first writes the first VALUES row; id and n
+// name the VALUES list's columns (SQLite names them column1, column2).
+func workspaceRoom(r ports.ClaimRequest, first, id, n string, args []any) (string, []any) {
+	if r.PerWorkspace <= 0 {
+		return "", args
+	}
+	if len(r.WorkspaceRoom) == 0 {
+		return "WHERE q.wn <= ?", append(args, r.PerWorkspace)
+	}
+	values, args := roomValues(r.WorkspaceRoom, first, args)
+	return fmt.Sprintf("LEFT JOIN %s AS wsroom ON wsroom.%s = q.workspace_id WHERE q.wn <= coalesce(wsroom.%s, ?)", values, id, n),
+		append(args, r.PerWorkspace)
 }
 
 // roomValues is a VALUES list of room's (webhook id, room) pairs, the first

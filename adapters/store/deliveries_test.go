@@ -538,3 +538,61 @@ func TestDeliveryStoreClaimsWithinRoom(t *testing.T) {
 		}
 	})
 }
+
+// Claims interleave workspaces: each workspace's oldest due delivery comes
+// before any workspace's second, at most each workspace's room of the
+// claim is taken, and a workspace skipped gives nothing; so one
+// workspace's backlog never holds the claim from another's deliveries.
+func TestDeliveryClaimInterleavesWorkspaces(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		busy, quiet := newWorkspace(t, db), newWorkspace(t, db)
+		for h := range 3 {
+			w := newWebhook(t, db, busy, base, "task.created")
+			for i := range 20 {
+				e, _ := newEvent(t, db, busy, domain.EventTaskCreated, base.Add(time.Duration(h*20+i)*time.Second))
+				newDeliveries(t, db, e, w)
+			}
+		}
+		q := newWebhook(t, db, quiet, base, "task.created")
+		for i := range 3 {
+			e, _ := newEvent(t, db, quiet, domain.EventTaskCreated, base.Add(time.Hour+time.Duration(i)*time.Second))
+			newDeliveries(t, db, e, q)
+		}
+		now := base.Add(2 * time.Hour)
+		count := func(ds []ports.Dispatch) map[string]int {
+			per := map[string]int{}
+			for _, d := range ds {
+				per[d.Delivery.WorkspaceID]++
+			}
+			return per
+		}
+		claim := func(owner string, r ports.ClaimRequest) []ports.Dispatch {
+			t.Helper()
+			r.Owner, r.Now, r.LeaseUntil = owner, now, now.Add(time.Hour)
+			got, err := s.ClaimDeliveries(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		// A claim of 4 takes two of each, though the busy workspace's 60
+		// are all older than the quiet one's.
+		if per := count(claim("a", ports.ClaimRequest{Limit: 4, PerWebhook: 100, PerWorkspace: 100})); per[busy.ID] != 2 || per[quiet.ID] != 2 {
+			t.Fatalf("interleaved claim of 4: %v", per)
+		}
+		// Each workspace's room: the busy one's share is 5 (1 with a lowered
+		// room), the quiet one takes its last.
+		if per := count(claim("b", ports.ClaimRequest{Limit: 20, PerWebhook: 100, PerWorkspace: 5})); per[busy.ID] != 5 || per[quiet.ID] != 1 {
+			t.Fatalf("claim with a room of 5 per workspace: %v", per)
+		}
+		if per := count(claim("c", ports.ClaimRequest{Limit: 20, PerWebhook: 100, PerWorkspace: 5,
+			WorkspaceRoom: map[string]int{busy.ID: 1}})); per[busy.ID] != 1 {
+			t.Fatalf("claim with the busy workspace's room lowered to 1: %v", per)
+		}
+		if got := claim("d", ports.ClaimRequest{Limit: 20, PerWebhook: 100, PerWorkspace: 5, SkipWorkspaces: []string{busy.ID}}); len(got) != 0 {
+			t.Fatalf("skipping the busy workspace, with the quiet one's all leased, claimed %v", count(got))
+		}
+	})
+}

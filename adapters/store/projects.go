@@ -92,12 +92,14 @@ func (s *ProjectStore) FindProjectsByIDs(ctx context.Context, workspaceID string
 	if len(ids) == 0 {
 		return []domain.Project{}, nil
 	}
-	var rows []projectRow
-	err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("store: find projects: %w", err)
-	}
-	return restoreRows(rows, projectFromRow)
+	return inBatches(ids, func(ids []string) ([]domain.Project, error) {
+		var rows []projectRow
+		err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("store: find projects: %w", err)
+		}
+		return restoreRows(rows, projectFromRow)
+	})
 }
 
 // FindProjects lists projects ordered by (created_at, id) after f.After.

@@ -21,10 +21,16 @@ const taskColumns = "id, workspace_id, project_id, title, status, assignee_id, d
 // A literal slot column says which filter a row answers. Both dialects run
 // the same SQL. The i-th result answers fs[i], in (created_at, id) order.
 func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([][]domain.Task, error) {
-	out := make([][]domain.Task, len(fs))
 	if len(fs) == 0 {
-		return out, nil
+		return [][]domain.Task{}, nil
 	}
+	return inBatchesOf(MaxBranches, fs, func(fs []ports.TaskFilter) ([][]domain.Task, error) { return s.findTaskPages(ctx, fs) })
+}
+
+// findTaskPages is FindTaskPages for at most MaxBranches filters: one
+// statement.
+func (s *TaskStore) findTaskPages(ctx context.Context, fs []ports.TaskFilter) ([][]domain.Task, error) {
+	out := make([][]domain.Task, len(fs))
 	var q strings.Builder
 	args := make([]any, 0, 6*len(fs))
 	for i, f := range fs {

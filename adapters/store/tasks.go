@@ -111,11 +111,13 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 	if len(ids) == 0 {
 		return []domain.Task{}, nil
 	}
-	var rows []taskRow
-	if err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("store: find tasks: %w", err)
-	}
-	return restoreRows(rows, taskFromRow)
+	return inBatches(ids, func(ids []string) ([]domain.Task, error) {
+		var rows []taskRow
+		if err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("store: find tasks: %w", err)
+		}
+		return restoreRows(rows, taskFromRow)
+	})
 }
 
 // FindTasks lists a project's tasks in (created_at, id) order after f.After.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"gorm.io/gorm"
 
@@ -79,6 +80,22 @@ func (db *DB) announceDeliveries(ctx context.Context) {
 
 // conn is the handle every repository method starts from: the transaction in
 // ctx when there is one, else the pool.
+// lockScope takes, inside the context's transaction, a lock named scope
+// that other transactions' lockScope of the same name wait for until the
+// transaction ends: a PostgreSQL advisory lock (SQLite transactions hold
+// the database's write lock already). Outside a transaction it does
+// nothing.
+func (db *DB) lockScope(ctx context.Context, scope string) error {
+	tx, ok := ctx.Value(txKey{db}).(*gorm.DB)
+	if !ok || db.dialect != DialectPostgres {
+		return nil
+	}
+	if err := tx.Exec("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", "worktrack:"+scope).Error; err != nil {
+		return fmt.Errorf("store: lock %s: %w", scope, err)
+	}
+	return nil
+}
+
 func (db *DB) conn(ctx context.Context) *gorm.DB {
 	if tx, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
 		return tx.WithContext(ctx)

@@ -91,12 +91,14 @@ func (s *UserStore) FindUsersByIDs(ctx context.Context, workspaceID string, ids 
 	if len(ids) == 0 {
 		return []domain.User{}, nil
 	}
-	var rows []userRow
-	err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("store: find users: %w", err)
-	}
-	return restoreRows(rows, userFromRow)
+	return inBatches(ids, func(ids []string) ([]domain.User, error) {
+		var rows []userRow
+		err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("store: find users: %w", err)
+		}
+		return restoreRows(rows, userFromRow)
+	})
 }
 
 // FindUsers lists users ordered by (created_at, id) after f.After.

@@ -110,3 +110,51 @@ func creationTimes() []time.Time {
 		base.Add(time.Hour),
 	}
 }
+
+// A batch of more than store.MaxBatch keys, or store.MaxBranches pages, is
+// split: no statement carries more, and the answers are those of one big
+// batch, in order.
+func TestBatchesSplitAtMaxBatch(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws := newWorkspace(t, db)
+		u := newUser(t, db, ws, "split@x.test", base)
+		p := newProject(t, db, ws, "SPL", base)
+		task := newTask(t, db, p, domain.TaskFields{Title: domain.Set("T"), AssigneeID: domain.Set(u.ID)}, base)
+		ids := make([]string, 2*store.MaxBatch+500)
+		for i := range ids {
+			ids[i] = domain.NewID(domain.PrefixUser)
+		}
+		ids[2*store.MaxBatch+100] = u.ID
+		count := storetest.CountStatements(db)
+		count.Reset()
+		users, err := db.Users().FindUsersByIDs(ctx, ws.ID, ids)
+		if err != nil || len(users) != 1 || users[0].ID != u.ID {
+			t.Fatalf("users: %v, %v", users, err)
+		}
+		if n := count.N(); n != 3 {
+			t.Fatalf("%d ids took %d statements, want 3", len(ids), n)
+		}
+		filters := make([]ports.TaskFilter, 2*store.MaxBranches+1)
+		for i := range filters {
+			filters[i] = ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: domain.NewID(domain.PrefixProject), Limit: 2}
+		}
+		filters[store.MaxBranches] = ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p.ID, Limit: 2}
+		count.Reset()
+		pages, err := db.Tasks().FindTaskPages(ctx, filters)
+		if err != nil || len(pages) != len(filters) {
+			t.Fatalf("pages: %d, %v", len(pages), err)
+		}
+		if n := count.N(); n != 3 {
+			t.Fatalf("%d pages took %d statements, want 3", len(filters), n)
+		}
+		for i, page := range pages {
+			if want := map[bool]int{true: 1, false: 0}[i == store.MaxBranches]; len(page) != want {
+				t.Fatalf("page %d has %d tasks, want %d", i, len(page), want)
+			}
+		}
+		if pages[store.MaxBranches][0].ID != task.ID {
+			t.Fatalf("the page of the project holds %v", pages[store.MaxBranches])
+		}
+	})
+}

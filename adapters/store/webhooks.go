@@ -91,6 +91,19 @@ func (s *WebhookStore) CreateWebhook(ctx context.Context, w domain.Webhook) erro
 	return nil
 }
 
+// CountWebhooks counts the workspace's webhooks; in a transaction, after
+// the workspace's lock (lockScope).
+func (s *WebhookStore) CountWebhooks(ctx context.Context, workspaceID string) (int, error) {
+	if err := s.db.lockScope(ctx, "webhooks:"+workspaceID); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.db.conn(ctx).Model(&webhookRow{}).Where("workspace_id = ?", workspaceID).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("store: count webhooks: %w", err)
+	}
+	return int(n), nil
+}
+
 // FindWebhookByID returns resource_not_found when absent or in another
 // workspace.
 func (s *WebhookStore) FindWebhookByID(ctx context.Context, workspaceID, id string) (domain.Webhook, error) {

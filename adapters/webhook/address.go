@@ -15,18 +15,31 @@ import (
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-// blockedPrefixes are ranges no webhook may reach unless private addresses
-// are allowed, beyond what netip's predicates cover: "this network",
-// carrier-grade NAT (shared address space), the IETF protocol block and
-// benchmarking ranges, the IPv4 broadcast address, and deprecated IPv6
-// site-local addresses.
+// blockedPrefixes are the ranges, beyond what netip's predicates cover
+// (loopback, private, link-local, unspecified, multicast), that the IANA
+// IPv4 and IPv6 Special-Purpose Address Registries mark not globally
+// reachable, and a few deprecated ones no receiver lives on: no webhook may
+// reach them unless private addresses are allowed.
 var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("255.255.255.255/32"),
-	netip.MustParsePrefix("fec0::/10"),
+	netip.MustParsePrefix("0.0.0.0/8"),          // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),      // shared address space (carrier-grade NAT)
+	netip.MustParsePrefix("192.0.0.0/24"),       // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),       // documentation (TEST-NET-1)
+	netip.MustParsePrefix("192.88.99.0/24"),     // 6to4 relay anycast (deprecated)
+	netip.MustParsePrefix("198.18.0.0/15"),      // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"),    // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),     // documentation (TEST-NET-3)
+	netip.MustParsePrefix("240.0.0.0/4"),        // reserved
+	netip.MustParsePrefix("255.255.255.255/32"), // limited broadcast
+	netip.MustParsePrefix("::/96"),              // IPv4-compatible (deprecated)
+	netip.MustParsePrefix("64:ff9b:1::/48"),     // local-use IPv4/IPv6 translation
+	netip.MustParsePrefix("100::/64"),           // discard-only
+	netip.MustParsePrefix("100:0:0:1::/64"),     // dummy IPv6 prefix
+	netip.MustParsePrefix("2001::/23"),          // IETF protocol assignments (Teredo, benchmarking, ORCHID)
+	netip.MustParsePrefix("2001:db8::/32"),      // documentation
+	netip.MustParsePrefix("3fff::/20"),          // documentation
+	netip.MustParsePrefix("5f00::/16"),          // segment routing SIDs
+	netip.MustParsePrefix("fec0::/10"),          // site-local (deprecated)
 }
 
 // Prefixes whose addresses embed an IPv4 address that a relay would reach:

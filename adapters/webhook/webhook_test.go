@@ -246,6 +246,10 @@ func TestAddressChecker(t *testing.T) {
 	for _, bad := range []string{
 		"http://127.0.0.1/x", "http://[::1]/", "http://10.0.0.1/", "http://169.254.169.254/latest/meta-data",
 		"https://mixed.example.com/", "https://nowhere.example.com/", "http://[::ffff:192.168.0.1]/",
+		// Not globally reachable by the IANA special-purpose registries.
+		"http://[64:ff9b:1::a00:1]/", "http://[::7f00:1]/", "http://240.0.0.1/", "http://198.51.100.7/",
+		"http://203.0.113.9/", "http://192.0.2.1/", "http://[2001:db8::1]/", "http://[100::1]/",
+		"http://[2001::1]/", "http://[3fff::1]/",
 	} {
 		err := c.CheckWebhookURL(ctx, bad)
 		if e, ok := domain.AsError(err); !ok || e.Code != domain.CodeValidationFailed || e.Param != "url" {

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"time"
 
+	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
 
@@ -15,11 +16,13 @@ import (
 // (worthClaiming). It is not safe for concurrent use: the dispatcher holds
 // its mutex around every call.
 type admission struct {
-	workers    int // attempts in flight at most
-	perWebhook int // attempts in flight to one webhook at most
+	workers      int // attempts in flight at most
+	perWebhook   int // attempts in flight to one webhook at most
+	perWorkspace int // attempts in flight of one workspace at most
 
 	inFlight int
 	perHook  map[string]int
+	perWS    map[string]int
 	attempts map[string]struct{} // the deliveries of the attempts in flight
 
 	// backlog: the last claim took all it asked for, so more may be due;
@@ -28,56 +31,70 @@ type admission struct {
 	backlogHooks map[string]bool
 }
 
-func newAdmission(workers, perWebhook int) *admission {
+func newAdmission(workers, perWebhook, perWorkspace int) *admission {
 	return &admission{
-		workers: workers, perWebhook: perWebhook,
-		perHook: map[string]int{}, attempts: map[string]struct{}{}, backlogHooks: map[string]bool{},
+		workers: workers, perWebhook: perWebhook, perWorkspace: perWorkspace,
+		perHook: map[string]int{}, perWS: map[string]int{}, attempts: map[string]struct{}{}, backlogHooks: map[string]bool{},
 	}
 }
 
 // claimRoom is what one claim may take: free workers in all, no delivery of
-// the webhooks in skip (at their cap), and at most room[id] of the webhooks
-// with attempts in flight (perWebhook of any other).
+// the webhooks in skip (at their cap), at most room[id] of the webhooks
+// with attempts in flight (perWebhook of any other), and the same for
+// workspaces (skipWS, wsRoom, perWorkspace).
 type claimRoom struct {
-	free int
-	skip []string
-	room map[string]int
+	free   int
+	skip   []string
+	room   map[string]int
+	skipWS []string
+	wsRoom map[string]int
 }
 
 // room is the room of the next claim.
 func (a *admission) room() claimRoom {
-	r := claimRoom{free: a.workers - a.inFlight, room: map[string]int{}}
-	for id, n := range a.perHook {
-		if n >= a.perWebhook {
-			r.skip = append(r.skip, id)
-		} else {
-			r.room[id] = a.perWebhook - n
-		}
-	}
+	r := claimRoom{free: a.workers - a.inFlight, room: map[string]int{}, wsRoom: map[string]int{}}
+	r.skip = rooms(a.perHook, a.perWebhook, r.room)
+	r.skipWS = rooms(a.perWS, a.perWorkspace, r.wsRoom)
 	return r
 }
 
+// rooms fills room with what is left under limit of each count of inFlight,
+// and returns the keys with none left.
+func rooms(inFlight map[string]int, limit int, room map[string]int) (full []string) {
+	for id, n := range inFlight {
+		if n >= limit {
+			full = append(full, id)
+		} else {
+			room[id] = limit - n
+		}
+	}
+	return full
+}
+
 // request is the store's claim request for r.
-func (r claimRoom) request(owner string, now, leaseUntil time.Time, perWebhook int) ports.ClaimRequest {
+func (a *admission) request(r claimRoom, owner string, now, leaseUntil time.Time) ports.ClaimRequest {
 	return ports.ClaimRequest{
-		Owner: owner, Now: now, LeaseUntil: leaseUntil, Limit: r.free, SkipWebhooks: r.skip,
-		PerWebhook: perWebhook, Room: r.room,
+		Owner: owner, Now: now, LeaseUntil: leaseUntil, Limit: r.free,
+		SkipWebhooks: r.skip, PerWebhook: a.perWebhook, Room: r.room,
+		SkipWorkspaces: r.skipWS, PerWorkspace: a.perWorkspace, WorkspaceRoom: r.wsRoom,
 	}
 }
 
 // admit starts the bookkeeping of the claimed deliveries that fit, and
-// returns them; over are the ids of those whose webhook is at its cap, to
-// give back. It then notes what the claim, made with room r, left due.
+// returns them; over are the ids of those whose webhook or workspace is at
+// its cap, to give back. It then notes what the claim, made with room r,
+// left due.
 func (a *admission) admit(claimed []ports.Dispatch, r claimRoom) (admitted []ports.Dispatch, over []string) {
 	got := map[string]int{}
 	for _, c := range claimed {
-		wh := c.Delivery.WebhookID
+		wh, ws := c.Delivery.WebhookID, c.Delivery.WorkspaceID
 		got[wh]++
-		if a.perHook[wh] >= a.perWebhook {
+		if a.perHook[wh] >= a.perWebhook || a.perWS[ws] >= a.perWorkspace {
 			over = append(over, c.Delivery.ID)
 			continue
 		}
 		a.perHook[wh]++
+		a.perWS[ws]++
 		a.inFlight++
 		a.attempts[c.Delivery.ID] = struct{}{}
 		admitted = append(admitted, c)
@@ -100,11 +117,14 @@ func (a *admission) admit(claimed []ports.Dispatch, r claimRoom) (admitted []por
 }
 
 // release ends the bookkeeping of an attempt.
-func (a *admission) release(deliveryID, webhookID string) {
+func (a *admission) release(d domain.Delivery) {
 	a.inFlight--
-	delete(a.attempts, deliveryID)
-	if a.perHook[webhookID]--; a.perHook[webhookID] <= 0 {
-		delete(a.perHook, webhookID)
+	delete(a.attempts, d.ID)
+	if a.perHook[d.WebhookID]--; a.perHook[d.WebhookID] <= 0 {
+		delete(a.perHook, d.WebhookID)
+	}
+	if a.perWS[d.WorkspaceID]--; a.perWS[d.WorkspaceID] <= 0 {
+		delete(a.perWS, d.WorkspaceID)
 	}
 }
 

@@ -12,15 +12,22 @@ import (
 
 // claimedOf makes n claimed deliveries of webhook, numbered from first.
 func claimedOf(webhook string, first, n int) []ports.Dispatch {
+	return claimedIn("", webhook, first, n)
+}
+
+// claimedIn makes n claimed deliveries of a webhook of workspace.
+func claimedIn(workspace, webhook string, first, n int) []ports.Dispatch {
 	out := make([]ports.Dispatch, n)
 	for i := range out {
-		out[i] = ports.Dispatch{Delivery: domain.Delivery{ID: fmt.Sprintf("whd_%s_%d", webhook, first+i), WebhookID: webhook}}
+		out[i] = ports.Dispatch{Delivery: domain.Delivery{
+			ID: fmt.Sprintf("whd_%s_%d", webhook, first+i), WebhookID: webhook, WorkspaceID: workspace,
+		}}
 	}
 	return out
 }
 
 func TestAdmissionRoomLeavesOutWebhooksAtTheirCap(t *testing.T) {
-	a := newAdmission(8, 3)
+	a := newAdmission(8, 3, 1000)
 	r := a.room()
 	if r.free != 8 || len(r.skip) != 0 || len(r.room) != 0 {
 		t.Fatalf("an idle dispatcher: %+v", r)
@@ -33,14 +40,14 @@ func TestAdmissionRoomLeavesOutWebhooksAtTheirCap(t *testing.T) {
 	if r.free != 4 || !slices.Equal(r.skip, []string{"A"}) || r.room["B"] != 2 || len(r.room) != 1 {
 		t.Fatalf("A at its cap, B with one in flight: %+v", r)
 	}
-	req := r.request("dsp_1", time.Unix(10, 0), time.Unix(20, 0), 3)
+	req := a.request(r, "dsp_1", time.Unix(10, 0), time.Unix(20, 0))
 	if req.Limit != 4 || req.PerWebhook != 3 || req.Room["B"] != 2 || !slices.Equal(req.SkipWebhooks, []string{"A"}) || req.Owner != "dsp_1" {
 		t.Fatalf("the store's request: %+v", req)
 	}
 }
 
 func TestAdmissionGivesBackWhatIsOverAWebhooksCap(t *testing.T) {
-	a := newAdmission(8, 2)
+	a := newAdmission(8, 2, 1000)
 	admitted, over := a.admit(claimedOf("A", 0, 5), a.room())
 	if len(admitted) != 2 || !slices.Equal(over, []string{"whd_A_2", "whd_A_3", "whd_A_4"}) {
 		t.Fatalf("admitted %d, over %v", len(admitted), over)
@@ -48,8 +55,8 @@ func TestAdmissionGivesBackWhatIsOverAWebhooksCap(t *testing.T) {
 	if got := a.inFlightIDs(); len(got) != 2 || a.inFlight != 2 {
 		t.Fatalf("in flight: %v (%d)", got, a.inFlight)
 	}
-	a.release("whd_A_0", "A")
-	a.release("whd_A_1", "A")
+	a.release(domain.Delivery{ID: "whd_A_0", WebhookID: "A"})
+	a.release(domain.Delivery{ID: "whd_A_1", WebhookID: "A"})
 	if a.inFlight != 0 || len(a.perHook) != 0 || len(a.inFlightIDs()) != 0 {
 		t.Fatalf("after release: %d in flight, per webhook %v", a.inFlight, a.perHook)
 	}
@@ -61,7 +68,7 @@ func TestAdmissionGivesBackWhatIsOverAWebhooksCap(t *testing.T) {
 // A claim that took all it asked for leaves a backlog: freed workers do not
 // claim again one by one, only once a quarter of the pool is free.
 func TestAdmissionClaimsABacklogInBatches(t *testing.T) {
-	a := newAdmission(8, 8)
+	a := newAdmission(8, 8, 1000)
 	if !a.worthClaiming() {
 		t.Fatal("with no backlog, any free worker is worth a claim")
 	}
@@ -73,11 +80,11 @@ func TestAdmissionClaimsABacklogInBatches(t *testing.T) {
 	if !a.backlog {
 		t.Fatal("a claim that filled every free worker must note a backlog")
 	}
-	a.release(claimed[0].Delivery.ID, "W0")
+	a.release(domain.Delivery{ID: claimed[0].Delivery.ID, WebhookID: "W0"})
 	if a.worthClaiming() {
 		t.Fatal("one free worker of eight is not worth a claim during a backlog")
 	}
-	a.release(claimed[1].Delivery.ID, "W1")
+	a.release(domain.Delivery{ID: claimed[1].Delivery.ID, WebhookID: "W1"})
 	if !a.worthClaiming() {
 		t.Fatal("a quarter of the pool free is worth a claim")
 	}
@@ -87,7 +94,7 @@ func TestAdmissionClaimsABacklogInBatches(t *testing.T) {
 // once a quarter of its room is free, a claim is worth it, even though the
 // pool as a whole is not short of free workers.
 func TestAdmissionNotesAWebhooksBacklog(t *testing.T) {
-	a := newAdmission(100, 8)
+	a := newAdmission(100, 8, 1000)
 	a.admit(claimedOf("A", 0, 8), a.room())
 	if !a.backlog || !a.backlogHooks["A"] {
 		t.Fatalf("A took all its room: backlog %v, hooks %v", a.backlog, a.backlogHooks)
@@ -96,18 +103,18 @@ func TestAdmissionNotesAWebhooksBacklog(t *testing.T) {
 	if !a.worthClaiming() {
 		t.Fatal("92 free workers of 100 are worth a claim")
 	}
-	b := newAdmission(8, 8)
+	b := newAdmission(8, 8, 1000)
 	b.admit(claimedOf("A", 0, 8), b.room())
-	b.release("whd_A_0", "A")
+	b.release(domain.Delivery{ID: "whd_A_0", WebhookID: "A"})
 	if b.worthClaiming() {
 		t.Fatal("one free slot of A's eight is not worth a claim")
 	}
-	b.release("whd_A_1", "A")
+	b.release(domain.Delivery{ID: "whd_A_1", WebhookID: "A"})
 	if !b.worthClaiming() {
 		t.Fatal("a quarter of A's room free is worth a claim")
 	}
 	// A claim that took less than it was offered leaves no backlog.
-	c := newAdmission(8, 8)
+	c := newAdmission(8, 8, 1000)
 	c.admit(claimedOf("A", 0, 3), c.room())
 	if c.backlog || len(c.backlogHooks) != 0 {
 		t.Fatalf("a short claim: backlog %v, hooks %v", c.backlog, c.backlogHooks)
@@ -133,5 +140,39 @@ func TestRetryTimesWakeAtTheEarliest(t *testing.T) {
 	r.dropDue(base.Add(time.Hour))
 	if _, ok := r.next(); ok {
 		t.Fatal("every retry was due")
+	}
+}
+
+// One workspace's deliveries hold at most its share of the workers,
+// however many webhooks it has: beyond it they are given back, and the next
+// claim skips the workspace, while another workspace's deliveries start.
+func TestAdmissionCapsAWorkspacesShare(t *testing.T) {
+	a := newAdmission(16, 4, 6)
+	var claimed []ports.Dispatch
+	for h := range 4 {
+		claimed = append(claimed, claimedIn("wsp_A", fmt.Sprintf("A%d", h), 0, 2)...)
+	}
+	claimed = append(claimed, claimedIn("wsp_B", "B0", 0, 2)...)
+	admitted, over := a.admit(claimed, a.room())
+	perWS := map[string]int{}
+	for _, c := range admitted {
+		perWS[c.Delivery.WorkspaceID]++
+	}
+	if perWS["wsp_A"] != 6 || perWS["wsp_B"] != 2 || len(over) != 2 {
+		t.Fatalf("admitted per workspace %v, %d given back; want A 6 (its share), B 2, 2 back", perWS, len(over))
+	}
+	r := a.room()
+	if !slices.Equal(r.skipWS, []string{"wsp_A"}) || r.wsRoom["wsp_B"] != 4 {
+		t.Fatalf("room after: skip %v, room %v", r.skipWS, r.wsRoom)
+	}
+	req := a.request(r, "dsp", time.Unix(1, 0), time.Unix(2, 0))
+	if req.PerWorkspace != 6 || !slices.Equal(req.SkipWorkspaces, []string{"wsp_A"}) || req.WorkspaceRoom["wsp_B"] != 4 {
+		t.Fatalf("the store's request: %+v", req)
+	}
+	for _, c := range admitted {
+		a.release(c.Delivery)
+	}
+	if len(a.perWS) != 0 || a.inFlight != 0 {
+		t.Fatalf("after release: %v, %d in flight", a.perWS, a.inFlight)
 	}
 }

@@ -21,10 +21,16 @@ type DispatcherOptions struct {
 	// Workers bounds the attempts in flight at once. Default 128: an
 	// attempt mostly waits on the network, so workers are cheap.
 	Workers int
+	// PerWorkspace bounds the attempts in flight of one workspace's
+	// webhooks, so that one workspace's dead receivers or backlog hold at
+	// most this share of the workers whatever its number of webhooks.
+	// Default Workers/4, at least 1.
+	PerWorkspace int
 	// PerWebhook bounds the attempts in flight to one webhook, so that a slow
-	// or dead receiver holds at most this share of the workers. Default
-	// Workers/4, at least 1: 32 in flight keep up with a fast receiver, and
-	// three slow ones still leave a quarter of the pool to the rest.
+	// or dead receiver holds at most this share of its workspace's. Default
+	// PerWorkspace/2, at least 1: 16 in flight keep up with a fast
+	// receiver, and a dead one leaves its workspace's other webhooks half
+	// of its share.
 	PerWebhook int
 	// PollInterval is the fallback for wake-ups that cannot be signalled
 	// (another process's expired lease, a lost notification). Default 1s.
@@ -121,8 +127,11 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 	if o.Workers <= 0 {
 		o.Workers = 128
 	}
+	if o.PerWorkspace <= 0 {
+		o.PerWorkspace = max(1, o.Workers/4)
+	}
 	if o.PerWebhook <= 0 {
-		o.PerWebhook = max(1, o.Workers/4)
+		o.PerWebhook = max(1, o.PerWorkspace/2)
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
@@ -140,7 +149,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		o.Logger = slog.Default()
 	}
 	return &Dispatcher{
-		d: d, opts: o, log: o.Logger, adm: newAdmission(o.Workers, o.PerWebhook), freed: make(chan struct{}, 1),
+		d: d, opts: o, log: o.Logger, adm: newAdmission(o.Workers, o.PerWebhook, o.PerWorkspace), freed: make(chan struct{}, 1),
 		finishes: make(chan domain.Delivery, o.Workers),
 	}
 }
@@ -252,7 +261,7 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 	}
 	// The store takes no more of a webhook than its room, so that a claim
 	// during one webhook's backlog does not lease what must be released.
-	claimed, err := x.d.Deliveries.ClaimDeliveries(ctx, room.request(x.opts.Owner, now, now.Add(x.opts.Lease), x.opts.PerWebhook))
+	claimed, err := x.d.Deliveries.ClaimDeliveries(ctx, x.adm.request(room, x.opts.Owner, now, now.Add(x.opts.Lease)))
 	if err != nil {
 		if ctx.Err() == nil {
 			x.log.Error("webhook dispatcher: claiming deliveries failed", "error", err.Error())
@@ -281,7 +290,7 @@ func (x *Dispatcher) claim(ctx context.Context) bool {
 // It runs on a context that shutdown does not cancel: an attempt in flight
 // is bounded by the sender's timeout, not cut short.
 func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
-	defer x.done(c.Delivery.ID, c.Delivery.WebhookID)
+	defer x.done(c.Delivery)
 	d := c.Delivery
 	var out domain.Outcome
 	if d.WindowClosed(x.d.Clock.Now(), x.opts.Policy) {

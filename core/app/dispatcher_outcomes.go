@@ -127,9 +127,9 @@ func (x *Dispatcher) deactivate(ctx context.Context, d domain.Delivery) error {
 }
 
 // done frees the worker and the webhook's slot, and wakes the claim loop.
-func (x *Dispatcher) done(deliveryID, webhookID string) {
+func (x *Dispatcher) done(d domain.Delivery) {
 	x.mu.Lock()
-	x.adm.release(deliveryID, webhookID)
+	x.adm.release(d)
 	x.mu.Unlock()
 	x.nudge()
 	x.wg.Done()

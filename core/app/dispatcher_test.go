@@ -363,7 +363,7 @@ func TestDispatcherNeverRunsMoreThanWorkers(t *testing.T) {
 	}
 	release := make(chan struct{})
 	r.sender.hold = func(ports.WebhookAttempt) <-chan struct{} { return release }
-	stop := r.run(t, app.DispatcherOptions{Workers: workers, PerWebhook: workers})
+	stop := r.run(t, app.DispatcherOptions{Workers: workers, PerWebhook: workers, PerWorkspace: workers})
 	t.Cleanup(func() { close(release) }) // runs before the rig's stop: a failed test does not hang
 
 	for range workers {
@@ -411,7 +411,7 @@ func TestDispatcherCapsASlowWebhook(t *testing.T) {
 		}
 		return nil
 	}
-	stop := r.run(t, app.DispatcherOptions{Workers: 8, PerWebhook: 3})
+	stop := r.run(t, app.DispatcherOptions{Workers: 8, PerWebhook: 3, PerWorkspace: 8})
 	t.Cleanup(unblock)
 
 	for range 3 {
@@ -470,7 +470,7 @@ func TestDispatcherWakesForTheRetryItScheduled(t *testing.T) {
 		}
 		return domain.AttemptResult{StatusCode: 204}
 	}
-	stop := r.run(t, app.DispatcherOptions{Workers: 2})
+	stop := r.run(t, app.DispatcherOptions{Workers: 2, PerWorkspace: 2})
 
 	first := <-r.store.finished
 	if first.Status != domain.DeliveryPending || !first.NextAttemptAt.Equal(t0.Add(time.Minute)) {
@@ -501,7 +501,7 @@ func TestDispatcherRetriesAFailedFinish(t *testing.T) {
 	r := newRig()
 	r.store.finishFailures = 2
 	r.store.add("whd_1", "whk_1", t0)
-	stop := r.run(t, app.DispatcherOptions{Workers: 2})
+	stop := r.run(t, app.DispatcherOptions{Workers: 2, PerWorkspace: 2})
 	if d := <-r.store.finished; d.ID != "whd_1" || d.Status != domain.DeliverySucceeded {
 		t.Fatalf("finished: %+v", d)
 	}
@@ -525,7 +525,7 @@ func TestDispatcherDeactivatesOnGone(t *testing.T) {
 	r.store.add("whd_now", "whk_gone", t0)
 	r.store.add("whd_later", "whk_gone", t0.Add(30*time.Minute))
 	r.sender.answer = func(ports.WebhookAttempt) domain.AttemptResult { return domain.AttemptResult{StatusCode: 410} }
-	stop := r.run(t, app.DispatcherOptions{Workers: 2})
+	stop := r.run(t, app.DispatcherOptions{Workers: 2, PerWorkspace: 2})
 
 	if hook := <-r.store.failed; hook != "whk_gone" {
 		t.Fatalf("failed the pending deliveries of %s", hook)
@@ -557,7 +557,7 @@ func TestDispatcherShutdownWaitsForAttemptsInFlight(t *testing.T) {
 	hold := make(chan struct{})
 	release := sync.OnceFunc(func() { close(hold) })
 	r.sender.hold = func(ports.WebhookAttempt) <-chan struct{} { return hold }
-	stop := r.run(t, app.DispatcherOptions{Workers: 2})
+	stop := r.run(t, app.DispatcherOptions{Workers: 2, PerWorkspace: 2})
 	t.Cleanup(release)
 
 	<-r.sender.started
@@ -589,7 +589,7 @@ func TestDispatcherAbandonGivesBackTheLeasesInFlight(t *testing.T) {
 		}
 		return nil
 	}
-	stop := r.run(t, app.DispatcherOptions{Workers: 2})
+	stop := r.run(t, app.DispatcherOptions{Workers: 2, PerWorkspace: 2})
 	t.Cleanup(release)
 	// Both attempts started; wait until the quick one is recorded.
 	<-r.sender.started

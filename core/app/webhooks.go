@@ -40,7 +40,8 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 // Create registers a webhook in the caller's workspace and returns it with
 // its secret. validation_failed (param url) for a malformed URL or one whose
 // host is or resolves to a private address (unless those are allowed), and
-// (param events) for an empty or unknown event list.
+// (param events) for an empty or unknown event list; resource_limit_reached
+// when the workspace has MaxWebhooksPerWorkspace webhooks.
 func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.WebhookFields) (domain.Webhook, error) {
 	if err := a.Require(domain.PermAdmin); err != nil {
 		return domain.Webhook{}, err
@@ -55,7 +56,18 @@ func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.Webhook
 	if err != nil {
 		return domain.Webhook{}, err
 	}
-	if err := s.d.Webhooks.CreateWebhook(ctx, w); err != nil {
+	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		n, err := s.d.Webhooks.CountWebhooks(ctx, a.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if n >= domain.MaxWebhooksPerWorkspace {
+			return domain.Refusal(domain.CodeLimitReached, domain.LimitWebhooks,
+				"This workspace has %d webhooks, the most it may. Delete one before you create another.", domain.MaxWebhooksPerWorkspace)
+		}
+		return s.d.Webhooks.CreateWebhook(ctx, w)
+	})
+	if err != nil {
 		return domain.Webhook{}, err
 	}
 	return w, nil

@@ -36,6 +36,10 @@ const webhookSecretChars = 32
 // NewWebhookSecret returns a fresh signing secret.
 func NewWebhookSecret() string { return WebhookSecretPrefix + RandomBase62(webhookSecretChars) }
 
+// MaxWebhooksPerWorkspace is the most webhooks a workspace has: each
+// webhook's deliveries take a share of the dispatcher's workers.
+const MaxWebhooksPerWorkspace = 20
+
 // MaxPreviousSecretGrace bounds how long a rotated-out secret keeps signing
 // deliveries: a week.
 const MaxPreviousSecretGrace = 7 * 24 * time.Hour

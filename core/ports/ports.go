@@ -15,6 +15,14 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
+// MaxBatch is the most keys one statement of a store carries: a store
+// method given more (FindUsersByIDs, FindProjectsByIDs, FindTaskPages, …)
+// splits them into statements of at most this many, so that no statement
+// grows with a client's query (a GraphQL operation with many aliases can
+// gather thousands of keys in one dataloader batch), and callers that batch
+// keys themselves batch at most this many.
+const MaxBatch = 1000
+
 // Transactor runs fn in one database transaction. The transaction travels in
 // the context given to fn; every store method called with that context joins
 // it. fn's error rolls everything back. Nested calls join the outer

@@ -40,6 +40,11 @@ type WebhookStore interface {
 	// DeleteWebhook deletes the webhook and its deliveries;
 	// resource_not_found when no row was deleted.
 	DeleteWebhook(ctx context.Context, workspaceID, id string) error
+	// CountWebhooks counts the workspace's webhooks. Inside a transaction
+	// it first takes a lock that the other transactions' CountWebhooks of
+	// the workspace wait for until this one ends, so that a cap checked by
+	// counting holds under concurrent creates.
+	CountWebhooks(ctx context.Context, workspaceID string) (int, error)
 }
 
 // EventStore keeps the event log: written by the outbox, read by the log's
@@ -123,6 +128,15 @@ type ClaimRequest struct {
 	// the dispatcher releases what it cannot start.
 	PerWebhook int
 	Room       map[string]int
+	// SkipWorkspaces, PerWorkspace and WorkspaceRoom are the same for
+	// workspaces: one workspace's deliveries hold at most PerWorkspace of
+	// the claim (WorkspaceRoom's, for the workspaces named). A claim takes
+	// each workspace's oldest due delivery, then each one's second oldest,
+	// and so on, so that claims interleave workspaces and one workspace's
+	// backlog never delays another's deliveries by more than its share.
+	SkipWorkspaces []string
+	PerWorkspace   int
+	WorkspaceRoom  map[string]int
 }
 
 // Dispatch is a claimed delivery with what sending it needs, read when it
