@@ -49,6 +49,7 @@ type options struct {
 	selected  []scenario
 	webhooks  bool // run tools/webhookload after the table
 	subs      bool // run tools/subload after that
+	neighbors bool // run tools/neighbourload after that
 	adminURL  string
 	refSrcDir string
 }
@@ -100,8 +101,18 @@ func run(ctx context.Context) int {
 			return 1
 		}
 	}
+	if opts.neighbors {
+		if err := runTool(ctx, opts, "./tools/neighbourload"); err != nil {
+			logf("FAILED: neighbours scenario: %v", err)
+			return 1
+		}
+	}
 	return 0
 }
+
+// neighboursScenario is LOAD_SCENARIOS' name for tools/neighbourload's
+// table (tenant B alone, then beside tenant A's attacks).
+const neighboursScenario = "neighbours"
 
 // subsScenario is LOAD_SCENARIOS' name for tools/subload's table (1,000
 // idle subscriptions, then writes).
@@ -189,7 +200,7 @@ func readOptions() (options, error) {
 		o.pairs = n
 	}
 	o.selected = scenarios
-	o.webhooks, o.subs = true, true
+	o.webhooks, o.subs, o.neighbors = true, true, true
 	if v := strings.TrimSpace(os.Getenv("LOAD_SCENARIOS")); v != "" {
 		byName := map[string]scenario{}
 		var names []string
@@ -198,7 +209,7 @@ func readOptions() (options, error) {
 			names = append(names, s.name)
 		}
 		want := map[string]bool{}
-		o.webhooks, o.subs = false, false
+		o.webhooks, o.subs, o.neighbors = false, false, false
 		for _, n := range strings.Split(v, ",") {
 			n = strings.TrimSpace(n)
 			if n == webhookScenario {
@@ -209,8 +220,13 @@ func readOptions() (options, error) {
 				o.subs = true
 				continue
 			}
+			if n == neighboursScenario {
+				o.neighbors = true
+				continue
+			}
 			if _, ok := byName[n]; !ok {
-				return o, fmt.Errorf("LOAD_SCENARIOS: no scenario %q (have: %s, %s)", n, strings.Join(names, ", "), webhookScenario+", "+subsScenario)
+				return o, fmt.Errorf("LOAD_SCENARIOS: no scenario %q (have: %s, %s)", n, strings.Join(names, ", "),
+					webhookScenario+", "+subsScenario+", "+neighboursScenario)
 			}
 			want[n] = true
 		}
