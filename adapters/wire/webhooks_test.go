@@ -30,13 +30,13 @@ func TestRenderTaskUpdated(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"id":"evt_1","object":"event","type":"task.updated","created_at":"2026-03-01T09:00:01.123456Z",` +
-		`"data":{"id":"tsk_1","object":"task","project_id":"prj_1","title":"New \u003ctitle\u003e","status":"done","assignee_id":"usr_1","due_at":null,"created_at":"2026-03-01T09:00:00.123456Z","updated_at":"2026-03-01T09:00:01.123456Z"},` +
+		`"data":{"id":"tsk_1","object":"task","project_id":"prj_1","title":"New <title>","status":"done","assignee_id":"usr_1","due_at":null,"created_at":"2026-03-01T09:00:00.123456Z","updated_at":"2026-03-01T09:00:01.123456Z"},` +
 		`"previous_attributes":{"assignee_id":null,"due_at":"2026-04-01T08:00:00.000000Z","status":"open","title":"Old"}}`
 	if string(got) != want {
 		t.Fatalf("payload:\n got %s\nwant %s", got, want)
 	}
-	// data is the REST representation, byte for byte.
-	rest, _ := json.Marshal(wire.FromTask(task))
+	// data is the REST representation, byte for byte (neither escapes HTML).
+	rest, _ := wire.Marshal(wire.FromTask(task))
 	var parsed struct{ Data json.RawMessage }
 	if err := json.Unmarshal(got, &parsed); err != nil || string(parsed.Data) != string(rest) {
 		t.Fatalf("data differs from REST: %s vs %s", parsed.Data, rest)
