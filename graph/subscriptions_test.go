@@ -411,7 +411,7 @@ func TestSubscriptionAuthentication(t *testing.T) {
 		}
 
 		// An expiring key closes it when it expires.
-		short, secret, err := e.App.Admin.CreateKey(context.Background(), e.Guest.User.ID, "short", time.Hour)
+		short, secret, err := e.App.Admin.CreateKey(context.Background(), e.Guest.User.ID, domain.APIKeyFields{Name: domain.Set("short"), ExpiresAt: domain.Set(e.Clock.Now().Add(time.Hour))})
 		if err != nil {
 			t.Fatal(err)
 		}

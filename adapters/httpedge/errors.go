@@ -19,6 +19,7 @@ var statusOf = map[domain.Code]int{
 	domain.CodeMissingAPIKey:           http.StatusUnauthorized,
 	domain.CodeInvalidAPIKey:           http.StatusUnauthorized,
 	domain.CodePermissionDenied:        http.StatusForbidden,
+	domain.CodeInsufficientScope:       http.StatusForbidden,
 	wire.CodeInvalidJSON:               http.StatusBadRequest,
 	wire.CodeUnsupportedMediaType:      http.StatusUnsupportedMediaType,
 	domain.CodeValidationFailed:        http.StatusBadRequest,

@@ -66,7 +66,7 @@ func TestExpiredAndRevokedKeys(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		ctx := context.Background()
-		_, secret, err := e.App.Admin.CreateKey(ctx, e.Member.User.ID, "short", time.Hour)
+		_, secret, err := e.App.Admin.CreateKey(ctx, e.Member.User.ID, domain.APIKeyFields{Name: domain.Set("short"), ExpiresAt: domain.Set(e.Clock.Now().Add(time.Hour))})
 		if err != nil {
 			t.Fatal(err)
 		}

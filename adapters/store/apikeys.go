@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,33 +12,61 @@ import (
 )
 
 type apiKeyRow struct {
-	ID          string   `gorm:"column:id;primaryKey"`
-	WorkspaceID string   `gorm:"column:workspace_id"`
-	UserID      string   `gorm:"column:user_id"`
-	Name        string   `gorm:"column:name"`
-	SecretHash  string   `gorm:"column:secret_hash"`
-	CreatedAt   Time     `gorm:"column:created_at"`
-	ExpiresAt   NullTime `gorm:"column:expires_at"`
-	RevokedAt   NullTime `gorm:"column:revoked_at"`
-	LastUsedAt  NullTime `gorm:"column:last_used_at"`
+	ID          string         `gorm:"column:id;primaryKey"`
+	WorkspaceID string         `gorm:"column:workspace_id"`
+	UserID      string         `gorm:"column:user_id"`
+	Name        string         `gorm:"column:name"`
+	Prefix      string         `gorm:"column:prefix"`
+	SecretHash  string         `gorm:"column:secret_hash"`
+	Scopes      string         `gorm:"column:scopes"`      // a JSON array
+	ProjectIDs  sql.NullString `gorm:"column:project_ids"` // a JSON array; NULL for every project
+	CreatedAt   Time           `gorm:"column:created_at"`
+	ExpiresAt   NullTime       `gorm:"column:expires_at"`
+	RevokedAt   NullTime       `gorm:"column:revoked_at"`
+	LastUsedAt  NullTime       `gorm:"column:last_used_at"`
 }
 
 func (apiKeyRow) TableName() string { return "api_keys" }
 
-func apiKeyToRow(k domain.APIKey) apiKeyRow {
-	return apiKeyRow{
-		ID: k.ID, WorkspaceID: k.WorkspaceID, UserID: k.UserID, Name: k.Name, SecretHash: k.SecretHash,
-		CreatedAt: Time(k.CreatedAt), ExpiresAt: NullTimeOf(k.ExpiresAt),
+// apiKeyColumns are apiKeyRow's columns, for the raw authentication join.
+const apiKeyColumns = "k.id, k.workspace_id, k.user_id, k.name, k.prefix, k.secret_hash, k.scopes, k.project_ids, " +
+	"k.created_at, k.expires_at, k.revoked_at, k.last_used_at"
+
+func apiKeyToRow(k domain.APIKey) (apiKeyRow, error) {
+	scopes, err := json.Marshal(k.Scopes)
+	if err != nil {
+		return apiKeyRow{}, err
+	}
+	r := apiKeyRow{
+		ID: k.ID, WorkspaceID: k.WorkspaceID, UserID: k.UserID, Name: k.Name, Prefix: k.Prefix, SecretHash: k.SecretHash,
+		Scopes: string(scopes), CreatedAt: Time(k.CreatedAt), ExpiresAt: NullTimeOf(k.ExpiresAt),
 		RevokedAt: NullTimeOf(k.RevokedAt), LastUsedAt: NullTimeOf(k.LastUsedAt),
 	}
+	if k.ProjectIDs != nil {
+		ids, err := json.Marshal(k.ProjectIDs)
+		if err != nil {
+			return apiKeyRow{}, err
+		}
+		r.ProjectIDs = sql.NullString{String: string(ids), Valid: true}
+	}
+	return r, nil
 }
 
 func apiKeyFromRow(r apiKeyRow) (domain.APIKey, error) {
-	return domain.RestoreAPIKey(domain.APIKey{
-		ID: r.ID, WorkspaceID: r.WorkspaceID, UserID: r.UserID, Name: r.Name, SecretHash: r.SecretHash,
+	k := domain.APIKey{
+		ID: r.ID, WorkspaceID: r.WorkspaceID, UserID: r.UserID, Name: r.Name, Prefix: r.Prefix, SecretHash: r.SecretHash,
 		CreatedAt: timeOf(r.CreatedAt), ExpiresAt: r.ExpiresAt.Ptr(),
 		RevokedAt: r.RevokedAt.Ptr(), LastUsedAt: r.LastUsedAt.Ptr(),
-	})
+	}
+	if err := json.Unmarshal([]byte(r.Scopes), &k.Scopes); err != nil {
+		return domain.APIKey{}, fmt.Errorf("store: api key %s: scopes %q: %w", r.ID, r.Scopes, err)
+	}
+	if r.ProjectIDs.Valid {
+		if err := json.Unmarshal([]byte(r.ProjectIDs.String), &k.ProjectIDs); err != nil {
+			return domain.APIKey{}, fmt.Errorf("store: api key %s: project_ids: %w", r.ID, err)
+		}
+	}
+	return domain.RestoreAPIKey(k)
 }
 
 // keyWithUserRow is one row of the authentication join.
@@ -59,7 +89,10 @@ func (db *DB) APIKeys() *APIKeyStore { return &APIKeyStore{db: db} }
 
 // CreateAPIKey inserts k.
 func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k domain.APIKey) error {
-	row := apiKeyToRow(k)
+	row, err := apiKeyToRow(k)
+	if err != nil {
+		return err
+	}
 	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("store: create api key: %w", err)
 	}
@@ -71,8 +104,7 @@ func (s *APIKeyStore) CreateAPIKey(ctx context.Context, k domain.APIKey) error {
 // request. Revoked and expired keys are returned too; the caller decides.
 func (s *APIKeyStore) FindAPIKeyByHash(ctx context.Context, hash string) (domain.APIKey, domain.User, error) {
 	var row keyWithUserRow
-	res := s.db.conn(ctx).Raw(`SELECT k.id, k.workspace_id, k.user_id, k.name, k.secret_hash,
-		       k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
+	res := s.db.conn(ctx).Raw(`SELECT `+apiKeyColumns+`,
 		       u.id AS u_id, u.workspace_id AS u_workspace_id, u.email AS u_email,
 		       u.name AS u_name, u.role AS u_role, u.created_at AS u_created_at
 		FROM api_keys k
@@ -103,6 +135,46 @@ func (s *APIKeyStore) FindAPIKeyByID(ctx context.Context, id string) (domain.API
 		return domain.APIKey{}, notFoundOr(err, "api_key", id)
 	}
 	return apiKeyFromRow(row)
+}
+
+// FindAPIKeys lists the keys of f's workspace (and user, when set) after
+// f.After, by (created_at, id).
+func (s *APIKeyStore) FindAPIKeys(ctx context.Context, f ports.APIKeyFilter) ([]domain.APIKey, error) {
+	q := s.db.conn(ctx).Where("workspace_id = ?", f.WorkspaceID)
+	if f.UserID != nil {
+		q = q.Where("user_id = ?", *f.UserID)
+	}
+	var rows []apiKeyRow
+	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store: list api keys: %w", err)
+	}
+	return restoreRows(rows, apiKeyFromRow)
+}
+
+// CountUnrevokedAPIKeys counts the user's keys not revoked; in a
+// transaction, after the user's lock (lockScope), so that a cap checked by
+// counting holds under concurrent creates.
+func (s *APIKeyStore) CountUnrevokedAPIKeys(ctx context.Context, userID string) (int, error) {
+	if err := s.db.lockScope(ctx, "api_keys:"+userID); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.db.conn(ctx).Model(&apiKeyRow{}).Where("user_id = ? AND revoked_at IS NULL", userID).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("store: count api keys: %w", err)
+	}
+	return int(n), nil
+}
+
+// RenameAPIKey writes a key's name; resource_not_found when absent.
+func (s *APIKeyStore) RenameAPIKey(ctx context.Context, id, name string) error {
+	res := s.db.conn(ctx).Model(&apiKeyRow{}).Where("id = ?", id).Update("name", name)
+	if res.Error != nil {
+		return fmt.Errorf("store: rename api key: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("api_key", id)
+	}
+	return nil
 }
 
 // FindAPIKeysByUser lists a user's keys, oldest first.

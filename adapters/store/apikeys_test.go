@@ -56,7 +56,7 @@ func TestAPIKeyStore(t *testing.T) {
 
 		t.Run("a key's user must be of the key's workspace", func(t *testing.T) {
 			other := newWorkspace(t, db)
-			bad, _, err := domain.NewAPIKey(domain.NewID(domain.PrefixAPIKey), u, "", 0, base)
+			bad, _, err := domain.NewAPIKey(domain.NewID(domain.PrefixAPIKey), u, domain.APIKeyFields{Name: domain.Set("other")}, base)
 			if err != nil {
 				t.Fatal(err)
 			}

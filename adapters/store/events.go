@@ -134,6 +134,9 @@ func (s *EventStore) ListEvents(ctx context.Context, f ports.EventFilter) ([]dom
 	if f.ProjectID != nil {
 		q = q.Where("project_id = ?", *f.ProjectID)
 	}
+	if f.ProjectIDs != nil {
+		q = q.Where("project_id IN ?", append([]string{""}, f.ProjectIDs...)) // never an empty IN list
+	}
 	var rows []eventRow
 	if err := q.Order("seq").Limit(f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list events: %w", err)

@@ -62,7 +62,11 @@ func newProject(t *testing.T, db *store.DB, ws domain.Workspace, key string, at 
 
 func newKey(t *testing.T, db *store.DB, u domain.User, ttl time.Duration, at time.Time) domain.APIKey {
 	t.Helper()
-	k, _, err := domain.NewAPIKey(domain.NewID(domain.PrefixAPIKey), u, "ci", ttl, at)
+	f := domain.APIKeyFields{Name: domain.Set("ci")}
+	if ttl > 0 {
+		f.ExpiresAt = domain.Set(at.Add(ttl))
+	}
+	k, _, err := domain.NewAPIKey(domain.NewID(domain.PrefixAPIKey), u, f, at)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,6 +106,9 @@ func (s *ProjectStore) FindProjectsByIDs(ctx context.Context, workspaceID string
 func (s *ProjectStore) FindProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
 	var rows []projectRow
 	q := s.db.conn(ctx).Where("workspace_id = ?", f.WorkspaceID)
+	if f.IDs != nil {
+		q = q.Where("id IN ?", append([]string{""}, f.IDs...)) // never an empty IN list
+	}
 	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list projects: %w", err)
 	}

@@ -110,3 +110,15 @@ func (s *UserStore) FindUsers(ctx context.Context, f ports.UserFilter) ([]domain
 	}
 	return restoreRows(rows, userFromRow)
 }
+
+// SetUserRole writes a user's role; resource_not_found when absent.
+func (s *UserStore) SetUserRole(ctx context.Context, workspaceID, id string, role domain.Role) error {
+	res := s.db.conn(ctx).Model(&userRow{}).Where("workspace_id = ? AND id = ?", workspaceID, id).Update("role", string(role))
+	if res.Error != nil {
+		return fmt.Errorf("store: set user role: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("user", id)
+	}
+	return nil
+}

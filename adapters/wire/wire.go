@@ -167,3 +167,39 @@ func Marshal(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
+
+// APIKey is the API's ApiKey object (docs/keys.md); project_ids is null for
+// a key that sees every project.
+type APIKey struct {
+	ID         string   `json:"id"`
+	Object     string   `json:"object"`
+	Name       string   `json:"name"`
+	UserID     string   `json:"user_id"`
+	Prefix     string   `json:"prefix"`
+	Scopes     []string `json:"scopes"`
+	ProjectIDs []string `json:"project_ids"`
+	CreatedAt  string   `json:"created_at"`
+	ExpiresAt  *string  `json:"expires_at"`
+	LastUsedAt *string  `json:"last_used_at"`
+	RevokedAt  *string  `json:"revoked_at"`
+}
+
+// APIKeyWithSecret is the answer to a key's creation, the one time its
+// secret is shown.
+type APIKeyWithSecret struct {
+	APIKey
+	Secret string `json:"secret"`
+}
+
+// FromAPIKey renders a key, never its secret.
+func FromAPIKey(k domain.APIKey) APIKey {
+	scopes := make([]string, len(k.Scopes))
+	for i, s := range k.Scopes {
+		scopes[i] = string(s)
+	}
+	return APIKey{
+		ID: k.ID, Object: "api_key", Name: k.Name, UserID: k.UserID, Prefix: k.Prefix, Scopes: scopes,
+		ProjectIDs: k.ProjectIDs, CreatedAt: Time(k.CreatedAt), ExpiresAt: TimePtr(k.ExpiresAt),
+		LastUsedAt: TimePtr(k.LastUsedAt), RevokedAt: TimePtr(k.RevokedAt),
+	}
+}

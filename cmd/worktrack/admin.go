@@ -33,25 +33,13 @@ type workspaceJSON struct {
 	CreatedAt string `json:"created_at"`
 }
 
-// apiKeyJSON is an API key as the CLI prints it; Secret only at creation.
-type apiKeyJSON struct {
-	ID         string  `json:"id"`
-	Object     string  `json:"object"`
-	Name       string  `json:"name"`
-	UserID     string  `json:"user_id"`
-	Secret     string  `json:"secret,omitempty"`
-	CreatedAt  string  `json:"created_at"`
-	ExpiresAt  *string `json:"expires_at"`
-	RevokedAt  *string `json:"revoked_at"`
-	LastUsedAt *string `json:"last_used_at"`
-}
-
-func fromKey(k domain.APIKey, secret string) apiKeyJSON {
-	return apiKeyJSON{
-		ID: k.ID, Object: "api_key", Name: k.Name, UserID: k.UserID, Secret: secret,
-		CreatedAt: wire.Time(k.CreatedAt), ExpiresAt: wire.TimePtr(k.ExpiresAt),
-		RevokedAt: wire.TimePtr(k.RevokedAt), LastUsedAt: wire.TimePtr(k.LastUsedAt),
+// keyJSON is an API key as the CLI prints it: the API's ApiKey object, with
+// its secret at creation.
+func keyJSON(k domain.APIKey, secret string) any {
+	if secret != "" {
+		return wire.APIKeyWithSecret{APIKey: wire.FromAPIKey(k), Secret: secret}
 	}
+	return wire.FromAPIKey(k)
 }
 
 func workspaceCmd(stdout io.Writer) *cobra.Command {
@@ -144,17 +132,45 @@ func userCmd(stdout io.Writer) *cobra.Command {
 	}
 	list.Flags().StringVar(&listWS, "workspace", "", "workspace id, wsp_… (required; `worktrack workspace list` shows them)")
 	_ = list.MarkFlagRequired("workspace")
-	cmd.AddCommand(create, list)
+	cmd.AddCommand(create, list, userUpdateCmd(stdout))
 	return cmd
+}
+
+// userUpdateCmd changes a user's role; every key of theirs may do at once
+// only what the new role allows.
+func userUpdateCmd(stdout io.Writer) *cobra.Command {
+	var role string
+	update := &cobra.Command{
+		Use:   "update USR --role admin|member|guest",
+		Short: "Change a user's role; their keys follow it within 5 seconds on every server",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := domain.ParseRole("role", role)
+			if err != nil {
+				return err
+			}
+			return withApp(cmd.Context(), func(a *app.App) error {
+				u, err := a.Admin.SetRole(cmd.Context(), args[0], r)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, wire.FromUser(u))
+			})
+		},
+	}
+	update.Flags().StringVar(&role, "role", "", "admin, member or guest (required)")
+	_ = update.MarkFlagRequired("role")
+	return update
 }
 
 func keyCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "Manage API keys"}
 
 	var user, email, workspace, name string
+	var scopes, projects []string
 	var expiresIn time.Duration
 	create := &cobra.Command{
-		Use:   "create (--user USR | --email E [--workspace WSP]) [--name LABEL] [--expires-in 720h]",
+		Use:   "create (--user USR | --email E [--workspace WSP]) [--name LABEL] [--scopes S,…] [--projects PRJ,…] [--expires-in 720h]",
 		Short: "Create an API key; its secret is printed once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -166,18 +182,20 @@ func keyCmd(stdout io.Writer) *cobra.Command {
 					}
 					user = u.ID
 				}
-				k, secret, err := a.Admin.CreateKey(cmd.Context(), user, name, expiresIn)
+				k, secret, err := a.Admin.CreateKey(cmd.Context(), user, cliKeyFields(name, scopes, projects, expiresIn))
 				if err != nil {
 					return err
 				}
-				return printJSON(stdout, fromKey(k, secret))
+				return printJSON(stdout, keyJSON(k, secret))
 			})
 		},
 	}
 	create.Flags().StringVar(&user, "user", "", "user id, usr_…")
 	create.Flags().StringVar(&email, "email", "", "the user's email, instead of --user")
 	create.Flags().StringVar(&workspace, "workspace", "", "with --email: the user's workspace, when several have that email")
-	create.Flags().StringVar(&name, "name", "", "a label for the key")
+	create.Flags().StringVar(&name, "name", "", "a label for the key (default: cli)")
+	create.Flags().StringSliceVar(&scopes, "scopes", nil, "what the key may do, e.g. tasks:read,tasks:write (default: *, all its user may; docs/keys.md)")
+	create.Flags().StringSliceVar(&projects, "projects", nil, "the only projects the key sees, prj_…,prj_… (default: all)")
 	create.Flags().DurationVar(&expiresIn, "expires-in", 0, "lifetime, e.g. 720h (default: never expires)")
 	create.MarkFlagsOneRequired("user", "email")
 	create.MarkFlagsMutuallyExclusive("user", "email")
@@ -193,9 +211,9 @@ func keyCmd(stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out := wire.List[apiKeyJSON]{Object: "list", Data: []apiKeyJSON{}}
+				out := wire.List[wire.APIKey]{Object: "list", Data: []wire.APIKey{}}
 				for _, k := range keys {
-					out.Data = append(out.Data, fromKey(k, ""))
+					out.Data = append(out.Data, wire.FromAPIKey(k))
 				}
 				return printJSON(stdout, out)
 			})
@@ -214,10 +232,30 @@ func keyCmd(stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(stdout, fromKey(k, ""))
+				return printJSON(stdout, keyJSON(k, ""))
 			})
 		},
 	}
 	cmd.AddCommand(create, list, revoke)
 	return cmd
+}
+
+// cliKeyFields are the fields of a key made by `key create`.
+func cliKeyFields(name string, scopes, projects []string, expiresIn time.Duration) domain.APIKeyFields {
+	if name == "" {
+		name = "cli"
+	}
+	in := domain.APIKeyFields{Name: domain.Set(name)}
+	if len(scopes) > 0 {
+		in.Scopes = domain.Set(scopes)
+	}
+	if len(projects) > 0 {
+		in.ProjectIDs = domain.Set(projects)
+	}
+	if expiresIn < 0 {
+		in.ExpiresAt = domain.Set(time.Time{}) // refused: not in the future
+	} else if expiresIn > 0 {
+		in.ExpiresAt = domain.Set(time.Now().Add(expiresIn))
+	}
+	return in
 }

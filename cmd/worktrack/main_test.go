@@ -159,6 +159,46 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 	again.Stop(t)
 }
 
+// The operator makes scoped and project-restricted keys, and changes a
+// user's role; bad scopes are refused with one line.
+func TestOperatorScopedKeysAndRoles(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"DATABASE_URL=sqlite:" + filepath.Join(dir, "ops.db")}
+	out, errOut, code := runCmd(t, dir, env, "workspace", "create", "--name", "Ops")
+	var ws map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &ws) != nil {
+		t.Fatalf("workspace create: %d %s %s", code, out, errOut)
+	}
+	out, errOut, code = runCmd(t, dir, env, "user", "create", "--workspace", ws["id"].(string), "--email", "op@ops.test", "--name", "Op", "--role", "member")
+	var user map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &user) != nil {
+		t.Fatalf("user create: %d %s %s", code, out, errOut)
+	}
+	uid := user["id"].(string)
+	out, errOut, code = runCmd(t, dir, env, "key", "create", "--user", uid, "--scopes", "tasks:read,projects:read")
+	var key map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &key) != nil || fmt.Sprint(key["scopes"]) != "[tasks:read projects:read]" ||
+		key["name"] != "cli" || key["project_ids"] != nil {
+		t.Fatalf("key create --scopes: %d %s %s", code, out, errOut)
+	}
+	_, errOut, code = runCmd(t, dir, env, "key", "create", "--user", uid, "--scopes", "tasks:delete")
+	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "scopes") {
+		t.Fatalf("an unknown scope: %d %q", code, errOut)
+	}
+	_, errOut, code = runCmd(t, dir, env, "key", "create", "--user", uid, "--projects", "prj_nope")
+	if code == 0 || !strings.Contains(errOut, "project_ids") {
+		t.Fatalf("an unknown project: %d %q", code, errOut)
+	}
+	out, errOut, code = runCmd(t, dir, env, "user", "update", uid, "--role", "guest")
+	if code != 0 || json.Unmarshal([]byte(out), &user) != nil || user["role"] != "guest" {
+		t.Fatalf("user update: %d %s %s", code, out, errOut)
+	}
+	_, errOut, code = runCmd(t, dir, env, "user", "update", uid, "--role", "owner")
+	if code == 0 || !strings.Contains(errOut, "role") {
+		t.Fatalf("an unknown role: %d %q", code, errOut)
+	}
+}
+
 // Operator commands print JSON; a key revoked by the command stops working in
 // a running server within 10 seconds.
 func TestOperatorCommandsAndCrossProcessRevocation(t *testing.T) {
@@ -190,7 +230,7 @@ func TestOperatorCommandsAndCrossProcessRevocation(t *testing.T) {
 		t.Fatalf("key create: %d %s %s", code, out, errOut)
 	}
 	out, _, code = runCmd(t, dir, env, "key", "list", "--user", user["id"].(string))
-	if code != 0 || strings.Contains(out, "wtk_") || !strings.Contains(out, key["id"].(string)) {
+	if code != 0 || strings.Contains(out, key["secret"].(string)) || strings.Contains(out, `"secret"`) || !strings.Contains(out, key["id"].(string)) {
 		t.Fatalf("key list must list keys without secrets: %s", out)
 	}
 	// Errors are one line on stderr and a non-zero exit.
@@ -209,7 +249,7 @@ func TestOperatorCommandsAndCrossProcessRevocation(t *testing.T) {
 		t.Fatalf("new key refused: %d", code)
 	}
 	out, errOut, code = runCmd(t, dir, env, "key", "revoke", key["id"].(string))
-	if code != 0 || strings.Contains(out, "wtk_") || !strings.Contains(out, `"revoked_at": "`) {
+	if code != 0 || strings.Contains(out, secret) || !strings.Contains(out, `"revoked_at": "`) {
 		t.Fatalf("key revoke: %d %s %s", code, out, errOut)
 	}
 	revoked := time.Now()

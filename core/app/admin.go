@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -23,6 +22,7 @@ type AdminDeps struct {
 	Workspaces ports.WorkspaceStore
 	Users      ports.UserStore
 	Keys       ports.APIKeyStore
+	Projects   ports.ProjectStore
 	Auth       *Auth
 }
 
@@ -30,6 +30,7 @@ type AdminDeps struct {
 func NewAdmin(d AdminDeps) *Admin {
 	mustHave(map[string]any{
 		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Workspaces": d.Workspaces, "Users": d.Users, "Keys": d.Keys,
+		"Projects": d.Projects,
 	})
 	if d.Auth == nil {
 		panic("app: missing Auth")
@@ -59,18 +60,15 @@ func (s *Admin) CreateUser(ctx context.Context, workspaceID, email, name string,
 	return u, s.d.Users.CreateUser(ctx, u)
 }
 
-// CreateKey makes an API key for a user and returns its secret, which is
-// never shown again. A ttl of 0 makes a key that does not expire.
-func (s *Admin) CreateKey(ctx context.Context, userID, name string, ttl time.Duration) (domain.APIKey, string, error) {
+// CreateKey makes an API key for a user, as the API would (the same rules
+// and the same cap of keys per user), and returns its secret, which is never
+// shown again.
+func (s *Admin) CreateKey(ctx context.Context, userID string, in domain.APIKeyFields) (domain.APIKey, string, error) {
 	u, err := s.findUser(ctx, userID)
 	if err != nil {
 		return domain.APIKey{}, "", err
 	}
-	k, secret, err := domain.NewAPIKey(s.d.IDs.NewID(domain.PrefixAPIKey), u, name, ttl, s.d.Clock.Now())
-	if err != nil {
-		return domain.APIKey{}, "", err
-	}
-	return k, secret, s.d.Keys.CreateAPIKey(ctx, k)
+	return createKey(ctx, keyDeps{Tx: s.d.Tx, Clock: s.d.Clock, IDs: s.d.IDs, Keys: s.d.Keys, Users: s.d.Users, Projects: s.d.Projects}, u, in)
 }
 
 // ListWorkspaces lists every workspace, oldest first.
@@ -153,6 +151,25 @@ func (s *Admin) RevokeKey(ctx context.Context, id string) (domain.APIKey, error)
 	return k, nil
 }
 
+// SetRole changes a user's role. Every key of the user may do at once, in
+// this process, what the new role and the key's scopes allow together; in
+// the others within the key cache TTL.
+func (s *Admin) SetRole(ctx context.Context, userID string, role domain.Role) (domain.User, error) {
+	if _, err := domain.ParseRole("role", string(role)); err != nil {
+		return domain.User{}, err
+	}
+	u, err := s.findUser(ctx, userID)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if err := s.d.Users.SetUserRole(ctx, u.WorkspaceID, u.ID, role); err != nil {
+		return domain.User{}, err
+	}
+	s.d.Auth.forgetUser(u.ID)
+	u.Role = role
+	return u, nil
+}
+
 // Bootstrap prepares an empty database for a first start: workspace
 // "Default", an admin with the given email, and one API key whose secret is
 // returned. When any workspace exists it does nothing and returns created
@@ -174,7 +191,7 @@ func (s *Admin) Bootstrap(ctx context.Context, email string) (created bool, key 
 		if err != nil {
 			return err
 		}
-		key, secret, err = s.CreateKey(ctx, u.ID, "bootstrap", 0)
+		key, secret, err = s.CreateKey(ctx, u.ID, domain.APIKeyFields{Name: domain.Set("bootstrap")})
 		created = err == nil
 		return err
 	})

@@ -44,6 +44,7 @@ type App struct {
 	Projects *Projects
 	Tasks    *Tasks
 	Admin    *Admin
+	APIKeys  *APIKeys
 	Webhooks *Webhooks
 	Events   *Events
 	// Live is the feed of subscriptions; LiveOptions configure it, and the
@@ -95,8 +96,11 @@ func New(d Deps, o Options) *App {
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Tasks: d.Tasks, Projects: d.Projects, Users: d.Users, Events: events,
 		}),
 		Admin: NewAdmin(AdminDeps{
-			Tx: tx, Clock: d.Clock, IDs: d.IDs, Workspaces: d.Workspaces, Users: d.Users, Keys: d.Keys, Auth: auth,
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Workspaces: d.Workspaces, Users: d.Users, Keys: d.Keys, Projects: d.Projects, Auth: auth,
 		}),
+		APIKeys: NewAPIKeys(keyDeps{
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Keys: d.Keys, Users: d.Users, Projects: d.Projects,
+		}, auth),
 		Webhooks: NewWebhooks(WebhooksDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
 			Addresses: d.Addresses, Wake: wake,

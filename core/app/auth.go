@@ -97,10 +97,7 @@ func (a *Auth) Authenticate(ctx context.Context, secret string) (domain.Actor, e
 	if err := a.touch(ctx, hash, entry, now); err != nil {
 		return domain.Actor{}, err
 	}
-	return domain.Actor{
-		UserID: entry.user.ID, WorkspaceID: entry.user.WorkspaceID,
-		Role: entry.user.Role, KeyID: entry.key.ID,
-	}, nil
+	return entry.key.Actor(entry.user), nil
 }
 
 // touch records the key's use at most once per TouchInterval. The store's
@@ -121,3 +118,13 @@ func (a *Auth) touch(ctx context.Context, hash string, e cachedKey, now time.Tim
 // forget drops a key from this process's cache, so that a revocation made
 // here takes effect at once.
 func (a *Auth) forget(hash string) { a.cache.Remove(hash) }
+
+// forgetUser drops every key of a user from this process's cache, so that
+// a change of the user's role takes effect at once.
+func (a *Auth) forgetUser(userID string) {
+	for _, hash := range a.cache.Keys() {
+		if e, ok := a.cache.Peek(hash); ok && e.user.ID == userID {
+			a.cache.Remove(hash)
+		}
+	}
+}

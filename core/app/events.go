@@ -61,7 +61,7 @@ func eventProject(ctx context.Context, projects ports.ProjectStore, a domain.Act
 		return nil, nil
 	}
 	invalid := domain.Invalid("project_id", "Must be the id of a project of this workspace.")
-	if !domain.IsID(*projectID, domain.PrefixProject) {
+	if !domain.IsID(*projectID, domain.PrefixProject) || !a.SeesProject(*projectID) {
 		return nil, invalid
 	}
 	if _, err := projects.FindProjectByID(ctx, a.WorkspaceID, *projectID); err != nil {
@@ -94,7 +94,7 @@ func eventListScope(workspaceID string, types []domain.EventType, project *strin
 // are in it: the log is positioned first.
 func (s *Events) List(ctx context.Context, a domain.Actor, r EventListRequest) (domain.Page[domain.LoggedEvent], error) {
 	var none domain.Page[domain.LoggedEvent]
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeEventsRead); err != nil {
 		return none, err
 	}
 	types, err := parseEventTypes(r.Types)
@@ -109,7 +109,7 @@ func (s *Events) List(ctx context.Context, a domain.Actor, r EventListRequest) (
 	if err != nil {
 		return none, err
 	}
-	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows(), Types: types, ProjectID: project}
+	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows(), Types: types, ProjectID: project, ProjectIDs: a.ProjectIDs}
 	if _, err := s.d.Log.PositionEvents(ctx); err != nil {
 		return none, err
 	}
@@ -137,7 +137,7 @@ func (s *Events) List(ctx context.Context, a domain.Actor, r EventListRequest) (
 
 // Get returns one event of the caller's workspace.
 func (s *Events) Get(ctx context.Context, a domain.Actor, id string) (domain.LoggedEvent, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeEventsRead); err != nil {
 		return domain.LoggedEvent{}, err
 	}
 	if _, err := s.d.Log.PositionEvents(ctx); err != nil {
@@ -150,7 +150,11 @@ func (s *Events) find(ctx context.Context, a domain.Actor, id string) (domain.Lo
 	if !domain.IsID(id, domain.PrefixEvent) {
 		return domain.LoggedEvent{}, domain.NotFound("event", id)
 	}
-	return s.d.Log.FindEvent(ctx, a.WorkspaceID, id)
+	e, err := s.d.Log.FindEvent(ctx, a.WorkspaceID, id)
+	if err == nil && !a.SeesProject(e.ProjectID) {
+		return domain.LoggedEvent{}, domain.NotFound("event", id)
+	}
+	return e, err
 }
 
 // Purge deletes up to limit events older than retention, except those with

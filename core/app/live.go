@@ -128,10 +128,11 @@ type subscriber struct {
 	keyID       string
 	types       []domain.EventType
 	projectID   *string
+	actor       domain.Actor // whose key's projects the subscriber sees
 }
 
 func (s *subscriber) matches(e *domain.LoggedEvent) bool {
-	if e.WorkspaceID != s.workspaceID {
+	if e.WorkspaceID != s.workspaceID || !s.actor.SeesProject(e.ProjectID) {
 		return false
 	}
 	if len(s.types) > 0 && !slices.Contains(s.types, e.Type) {
@@ -149,10 +150,10 @@ func (s *subscriber) matches(e *domain.LoggedEvent) bool {
 // subscription ends: when ctx ends, or, after r.Ended was told why, when
 // the subscriber fell behind or the log could not be read.
 func (l *Live) Subscribe(ctx context.Context, a domain.Actor, r SubscribeRequest) (<-chan *domain.LoggedEvent, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeEventsRead); err != nil {
 		return nil, err
 	}
-	s := &subscriber{workspaceID: a.WorkspaceID, keyID: a.KeyID}
+	s := &subscriber{workspaceID: a.WorkspaceID, keyID: a.KeyID, actor: a}
 	var err error
 	if s.types, err = parseEventTypes(r.Types); err != nil {
 		return nil, err
@@ -195,6 +196,9 @@ func (l *Live) start(ctx context.Context, a domain.Actor, r SubscribeRequest) (i
 			return 0, invalid
 		}
 		return 0, err
+	}
+	if !a.SeesProject(e.ProjectID) {
+		return 0, invalid
 	}
 	return e.Seq, nil
 }

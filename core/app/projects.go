@@ -30,11 +30,14 @@ func (s *Projects) record(ctx context.Context, a domain.Actor, typ domain.EventT
 	return s.d.Events.RecordEvent(ctx, newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, typ, p, changes))
 }
 
-// Create makes a project in the caller's workspace. Members and admins only;
-// validation_failed on a bad name or key, resource_already_exists when the
-// key is taken.
+// Create makes a project in the caller's workspace. Members and admins only,
+// projects:write, and no key restricted to projects; validation_failed on a
+// bad name or key, resource_already_exists when the key is taken.
 func (s *Projects) Create(ctx context.Context, a domain.Actor, in domain.ProjectFields) (domain.Project, error) {
-	if err := a.Require(domain.PermWrite); err != nil {
+	if err := a.Require(domain.ScopeProjectsWrite); err != nil {
+		return domain.Project{}, err
+	}
+	if err := a.RequireUnrestricted("create projects"); err != nil {
 		return domain.Project{}, err
 	}
 	p, err := domain.NewProject(s.d.IDs.NewID(domain.PrefixProject), a.WorkspaceID, in, s.d.Clock.Now())
@@ -50,12 +53,13 @@ func (s *Projects) Create(ctx context.Context, a domain.Actor, in domain.Project
 	return p, err
 }
 
-// Get returns a project of the caller's workspace, or resource_not_found.
+// Get returns a project of the caller's workspace, or resource_not_found
+// (also for a project the caller's key is not restricted to).
 func (s *Projects) Get(ctx context.Context, a domain.Actor, id string) (domain.Project, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeProjectsRead); err != nil {
 		return domain.Project{}, err
 	}
-	if !domain.IsID(id, domain.PrefixProject) {
+	if !domain.IsID(id, domain.PrefixProject) || !a.SeesProject(id) {
 		return domain.Project{}, domain.NotFound("project", id)
 	}
 	return s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, id)
@@ -63,22 +67,36 @@ func (s *Projects) Get(ctx context.Context, a domain.Actor, id string) (domain.P
 
 // GetMany returns the projects among ids (absent or foreign ids left out).
 func (s *Projects) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]domain.Project, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeProjectsRead); err != nil {
 		return nil, err
 	}
-	return s.d.Projects.FindProjectsByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixProject))
+	return s.d.Projects.FindProjectsByIDs(ctx, a.WorkspaceID, visibleProjects(a, domain.WellFormedIDs(ids, domain.PrefixProject)))
+}
+
+// visibleProjects are the ids among ids the actor's key sees.
+func visibleProjects(a domain.Actor, ids []string) []string {
+	if !a.Restricted() {
+		return ids
+	}
+	out := ids[:0:0]
+	for _, id := range ids {
+		if a.SeesProject(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // List pages through the caller's projects, oldest first.
 func (s *Projects) List(ctx context.Context, a domain.Actor, req domain.PageRequest) (domain.Page[domain.Project], error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeProjectsRead); err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
 	k, err := req.Keyset(projectListScope(a.WorkspaceID))
 	if err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
-	ps, err := s.d.Projects.FindProjects(ctx, ports.ProjectFilter{WorkspaceID: a.WorkspaceID, After: k.After, Limit: k.Rows()})
+	ps, err := s.d.Projects.FindProjects(ctx, ports.ProjectFilter{WorkspaceID: a.WorkspaceID, IDs: a.ProjectIDs, After: k.After, Limit: k.Rows()})
 	if err != nil {
 		return domain.Page[domain.Project]{}, err
 	}
@@ -88,10 +106,10 @@ func (s *Projects) List(ctx context.Context, a domain.Actor, req domain.PageRequ
 // Update applies a merge patch to a project. A patch that changes nothing
 // returns the project as it is and writes nothing.
 func (s *Projects) Update(ctx context.Context, a domain.Actor, id string, patch domain.ProjectFields) (domain.Project, error) {
-	if err := a.Require(domain.PermWrite); err != nil {
+	if err := a.Require(domain.ScopeProjectsWrite); err != nil {
 		return domain.Project{}, err
 	}
-	if !domain.IsID(id, domain.PrefixProject) {
+	if !domain.IsID(id, domain.PrefixProject) || !a.SeesProject(id) {
 		return domain.Project{}, domain.NotFound("project", id)
 	}
 	var out domain.Project

@@ -18,6 +18,14 @@ func projectListScope(workspaceID string) string { return "projects:" + workspac
 
 func webhookListScope(workspaceID string) string { return "webhooks:" + workspaceID }
 
+// apiKeyListScope names the keys of a workspace, or of one of its users.
+func apiKeyListScope(workspaceID string, userID *string) string {
+	if userID == nil {
+		return "api_keys:" + workspaceID
+	}
+	return "api_keys:" + workspaceID + ":user=" + *userID
+}
+
 // taskListScope names a filtered task list, so that a cursor issued for one
 // filter is refused by another.
 func taskListScope(workspaceID, projectID string, f TaskListFilter) string {

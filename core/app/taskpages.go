@@ -34,7 +34,7 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 	for i := range all {
 		all[i] = i
 	}
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeTasksRead); err != nil {
 		return fail(all, err)
 	}
 

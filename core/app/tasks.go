@@ -62,10 +62,10 @@ func (f TaskListFilter) validate() error {
 // validation_failed for a bad field, including an assignee who is not a
 // member of the workspace (param assignee_id).
 func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in domain.TaskFields) (domain.Task, error) {
-	if err := a.Require(domain.PermWrite); err != nil {
+	if err := a.Require(domain.ScopeTasksWrite); err != nil {
 		return domain.Task{}, err
 	}
-	if !domain.IsID(projectID, domain.PrefixProject) {
+	if !domain.IsID(projectID, domain.PrefixProject) || !a.SeesProject(projectID) {
 		return domain.Task{}, domain.NotFound("project", projectID)
 	}
 	t, err := domain.NewTask(s.d.IDs.NewID(domain.PrefixTask), a.WorkspaceID, projectID, in, s.d.Clock.Now())
@@ -105,31 +105,46 @@ func (s *Tasks) checkAssignee(ctx context.Context, a domain.Actor, id *string) e
 	return err
 }
 
-// Get returns a task of the caller's workspace, or resource_not_found.
+// Get returns a task of the caller's workspace, or resource_not_found
+// (also for a task of a project the caller's key is not restricted to).
 func (s *Tasks) Get(ctx context.Context, a domain.Actor, id string) (domain.Task, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeTasksRead); err != nil {
 		return domain.Task{}, err
 	}
 	if !domain.IsID(id, domain.PrefixTask) {
 		return domain.Task{}, domain.NotFound("task", id)
 	}
-	return s.d.Tasks.FindTaskByID(ctx, a.WorkspaceID, id)
+	t, err := s.d.Tasks.FindTaskByID(ctx, a.WorkspaceID, id)
+	if err == nil && !a.SeesProject(t.ProjectID) {
+		return domain.Task{}, domain.NotFound("task", id)
+	}
+	return t, err
 }
 
 // GetMany returns the tasks among ids (absent, foreign or ill-formed ids left
 // out).
 func (s *Tasks) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]domain.Task, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeTasksRead); err != nil {
 		return nil, err
 	}
-	return s.d.Tasks.FindTasksByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixTask))
+	tasks, err := s.d.Tasks.FindTasksByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixTask))
+	if err != nil || !a.Restricted() {
+		return tasks, err
+	}
+	out := tasks[:0]
+	for _, t := range tasks {
+		if a.SeesProject(t.ProjectID) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // List pages through a project's tasks, oldest first. resource_not_found
 // for an absent or foreign project.
 func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f TaskListFilter, req domain.PageRequest) (domain.Page[domain.Task], error) {
 	var none domain.Page[domain.Task]
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeTasksRead); err != nil {
 		return none, err
 	}
 	q, k, err := taskListQuery(a, TaskListRequest{ProjectID: projectID, Filter: f, Page: req})
@@ -163,7 +178,7 @@ func taskListQuery(a domain.Actor, r TaskListRequest) (ports.TaskFilter, domain.
 	if err := r.Filter.validate(); err != nil {
 		return ports.TaskFilter{}, domain.Keyset{}, err
 	}
-	if !domain.IsID(r.ProjectID, domain.PrefixProject) {
+	if !domain.IsID(r.ProjectID, domain.PrefixProject) || !a.SeesProject(r.ProjectID) {
 		return ports.TaskFilter{}, domain.Keyset{}, domain.NotFound("project", r.ProjectID)
 	}
 	k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, r.Filter))
@@ -180,7 +195,7 @@ func taskListQuery(a domain.Actor, r TaskListRequest) (ports.TaskFilter, domain.
 // domain. A patch that changes nothing returns the task as it is, writes
 // nothing and emits no event.
 func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch domain.TaskFields) (domain.Task, error) {
-	if err := a.Require(domain.PermWrite); err != nil {
+	if err := a.Require(domain.ScopeTasksWrite); err != nil {
 		return domain.Task{}, err
 	}
 	if !domain.IsID(id, domain.PrefixTask) {
@@ -191,6 +206,9 @@ func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch dom
 		t, err := s.d.Tasks.FindTaskByIDForUpdate(ctx, a.WorkspaceID, id)
 		if err != nil {
 			return err
+		}
+		if !a.SeesProject(t.ProjectID) {
+			return domain.NotFound("task", id)
 		}
 		// A bad field is reported before any status rule.
 		if err := s.checkAssignee(ctx, a, patch.AssigneeID.Ptr()); err != nil {
@@ -214,7 +232,7 @@ func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch dom
 
 // Delete removes a task and decrements its project's task_count.
 func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
-	if err := a.Require(domain.PermWrite); err != nil {
+	if err := a.Require(domain.ScopeTasksWrite); err != nil {
 		return err
 	}
 	if !domain.IsID(id, domain.PrefixTask) {
@@ -224,6 +242,9 @@ func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
 		t, err := s.d.Tasks.FindTaskByIDForUpdate(ctx, a.WorkspaceID, id)
 		if err != nil {
 			return err
+		}
+		if !a.SeesProject(t.ProjectID) {
+			return domain.NotFound("task", id)
 		}
 		if err := s.d.Tasks.DeleteTask(ctx, a.WorkspaceID, id); err != nil {
 			return err

@@ -23,7 +23,7 @@ func NewUsers(d UsersDeps) *Users {
 
 // Me returns the user that owns the caller's key.
 func (s *Users) Me(ctx context.Context, a domain.Actor) (domain.User, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeUsersRead); err != nil {
 		return domain.User{}, err
 	}
 	return s.d.Users.FindUserByID(ctx, a.WorkspaceID, a.UserID)
@@ -31,7 +31,7 @@ func (s *Users) Me(ctx context.Context, a domain.Actor) (domain.User, error) {
 
 // Get returns one member of the caller's workspace, or resource_not_found.
 func (s *Users) Get(ctx context.Context, a domain.Actor, id string) (domain.User, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeUsersRead); err != nil {
 		return domain.User{}, err
 	}
 	if !domain.IsID(id, domain.PrefixUser) {
@@ -42,7 +42,7 @@ func (s *Users) Get(ctx context.Context, a domain.Actor, id string) (domain.User
 
 // GetMany returns the members among ids (absent or foreign ids left out).
 func (s *Users) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]domain.User, error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeUsersRead); err != nil {
 		return nil, err
 	}
 	return s.d.Users.FindUsersByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixUser))
@@ -50,7 +50,7 @@ func (s *Users) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]do
 
 // List pages through the members of the caller's workspace.
 func (s *Users) List(ctx context.Context, a domain.Actor, req domain.PageRequest) (domain.Page[domain.User], error) {
-	if err := a.Require(domain.PermRead); err != nil {
+	if err := a.Require(domain.ScopeUsersRead); err != nil {
 		return domain.Page[domain.User]{}, err
 	}
 	k, err := req.Keyset(userListScope(a.WorkspaceID))

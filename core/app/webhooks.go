@@ -8,7 +8,8 @@ import (
 )
 
 // Webhooks is the webhook use cases. Every call, reads included, is for
-// admins only (docs/api.md#tenancy-keys-and-roles). The signing secret leaves the core only
+// admins only (docs/api.md#tenancy-keys-and-roles), with the webhooks
+// scopes and a key not restricted to projects (docs/keys.md). The signing secret leaves the core only
 // from Create and RotateSecret; every other call returns the webhook with
 // Secret empty, so that no edge can show it by mistake.
 type Webhooks struct{ d WebhooksDeps }
@@ -43,7 +44,7 @@ func NewWebhooks(d WebhooksDeps) *Webhooks {
 // (param events) for an empty or unknown event list; resource_limit_reached
 // when the workspace has MaxWebhooksPerWorkspace webhooks.
 func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.WebhookFields) (domain.Webhook, error) {
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksWrite); err != nil {
 		return domain.Webhook{}, err
 	}
 	// The URL is checked first, the address included, as on an update.
@@ -73,6 +74,16 @@ func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.Webhook
 	return w, nil
 }
 
+// allowWebhooks checks a webhook call: the admin role, the scope s, and a
+// key not restricted to projects (a webhook receives the events of every
+// project).
+func allowWebhooks(a domain.Actor, s domain.Scope) error {
+	if err := a.Require(s); err != nil {
+		return err
+	}
+	return a.RequireUnrestricted("manage webhooks")
+}
+
 // checkURL validates a URL's shape, then (a DNS lookup, so never inside a
 // transaction) the addresses its host resolves to.
 func (s *Webhooks) checkURL(ctx context.Context, raw string) error {
@@ -84,7 +95,7 @@ func (s *Webhooks) checkURL(ctx context.Context, raw string) error {
 
 // Get returns a webhook of the caller's workspace, or resource_not_found.
 func (s *Webhooks) Get(ctx context.Context, a domain.Actor, id string) (domain.Webhook, error) {
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksRead); err != nil {
 		return domain.Webhook{}, err
 	}
 	if !domain.IsID(id, domain.PrefixWebhook) {
@@ -97,7 +108,7 @@ func (s *Webhooks) Get(ctx context.Context, a domain.Actor, id string) (domain.W
 // List pages through the caller's webhooks, oldest first.
 func (s *Webhooks) List(ctx context.Context, a domain.Actor, req domain.PageRequest) (domain.Page[domain.Webhook], error) {
 	var none domain.Page[domain.Webhook]
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksRead); err != nil {
 		return none, err
 	}
 	k, err := req.Keyset(webhookListScope(a.WorkspaceID))
@@ -119,7 +130,7 @@ func (s *Webhooks) List(ctx context.Context, a domain.Actor, req domain.PageRequ
 // deliveries: an inactive webhook gets nothing. A patch that changes nothing
 // writes nothing.
 func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch domain.WebhookFields) (domain.Webhook, error) {
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksWrite); err != nil {
 		return domain.Webhook{}, err
 	}
 	if !domain.IsID(id, domain.PrefixWebhook) {
@@ -158,7 +169,7 @@ func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch 
 // Delete removes a webhook and its deliveries. Attempts already in flight
 // finish; their outcome is dropped.
 func (s *Webhooks) Delete(ctx context.Context, a domain.Actor, id string) error {
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksWrite); err != nil {
 		return err
 	}
 	if !domain.IsID(id, domain.PrefixWebhook) {
@@ -172,7 +183,7 @@ func (s *Webhooks) Delete(ctx context.Context, a domain.Actor, id string) error 
 // also with the replaced secret for previousExpiresIn seconds (absent: 0;
 // validation_failed, param previous_secret_expires_in, outside 0-604800).
 func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string, previousExpiresIn domain.Field[int64]) (domain.Webhook, error) {
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksWrite); err != nil {
 		return domain.Webhook{}, err
 	}
 	grace, err := domain.PreviousSecretGrace("previous_secret_expires_in", previousExpiresIn)
@@ -201,7 +212,7 @@ func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string, 
 // resource_not_found for an absent or foreign webhook.
 func (s *Webhooks) Deliveries(ctx context.Context, a domain.Actor, webhookID string, status *domain.DeliveryStatus, req domain.PageRequest) (domain.Page[domain.Delivery], error) {
 	var none domain.Page[domain.Delivery]
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksRead); err != nil {
 		return none, err
 	}
 	// A bad page size or filter is the request's fault whatever the webhook.
@@ -242,7 +253,7 @@ func (s *Webhooks) Deliveries(ctx context.Context, a domain.Actor, webhookID str
 // resource_not_found unless the delivery is one of the webhook's, in the
 // caller's workspace.
 func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, deliveryID string) (domain.Delivery, error) {
-	if err := a.Require(domain.PermAdmin); err != nil {
+	if err := allowWebhooks(a, domain.ScopeWebhooksWrite); err != nil {
 		return domain.Delivery{}, err
 	}
 	if !domain.IsID(webhookID, domain.PrefixWebhook) {

@@ -182,3 +182,6 @@ func (w Webhook) Position() Position { return Position{CreatedAt: w.CreatedAt, I
 
 // Position is the delivery's place in a list.
 func (d Delivery) Position() Position { return Position{CreatedAt: d.CreatedAt, ID: d.ID} }
+
+// Position is the API key's place in a list.
+func (k APIKey) Position() Position { return Position{CreatedAt: k.CreatedAt, ID: k.ID} }

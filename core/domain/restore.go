@@ -40,6 +40,12 @@ func RestoreAPIKey(k APIKey) (APIKey, error) {
 	c.isID(k.WorkspaceID, PrefixWorkspace)
 	c.isID(k.UserID, PrefixUser)
 	c.need(k.SecretHash != "", "no secret hash")
+	c.need(strings.HasPrefix(k.Prefix, SecretPrefix), "a malformed prefix")
+	_, err := ParseScopes(scopeNames(k.Scopes))
+	c.need(err == nil, "no scopes, or an unknown one")
+	for _, p := range k.ProjectIDs {
+		c.isID(p, PrefixProject)
+	}
 	c.setTime(k.CreatedAt)
 	return k, c.err
 }
@@ -138,4 +144,12 @@ func (c *storedCheck) setTime(t time.Time) { c.need(!t.IsZero(), "no creation ti
 func (c *storedCheck) updatedAfterCreated(created, updated time.Time) {
 	c.setTime(created)
 	c.need(!updated.Before(created), "an update time before its creation time")
+}
+
+func scopeNames(ss []Scope) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
 }

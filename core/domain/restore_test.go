@@ -24,7 +24,8 @@ func TestRestoreRefusesBrokenInvariants(t *testing.T) {
 		EventID: domain.NewID(domain.PrefixEvent), Status: domain.DeliveryPending, CreatedAt: now}
 	event := domain.LoggedEvent{ID: delivery.EventID, WorkspaceID: ws, ProjectID: prj, Type: domain.EventTaskCreated,
 		CreatedAt: now, Payload: []byte(`{}`)}
-	key := domain.APIKey{ID: domain.NewID(domain.PrefixAPIKey), WorkspaceID: ws, UserID: usr, SecretHash: "h", CreatedAt: now}
+	key := domain.APIKey{ID: domain.NewID(domain.PrefixAPIKey), WorkspaceID: ws, UserID: usr, SecretHash: "h",
+		Prefix: "wtk_abcdefgh", Scopes: []domain.Scope{domain.ScopeAll}, CreatedAt: now}
 	workspace := domain.Workspace{ID: ws, Name: "W", CreatedAt: now}
 
 	check := func(name string, err error, wantOK bool) {
@@ -99,6 +100,14 @@ func TestRestoreRefusesBrokenInvariants(t *testing.T) {
 	k.SecretHash = ""
 	_, err = domain.RestoreAPIKey(k)
 	check("api key without a hash", err, false)
+	k = key
+	k.Scopes = []domain.Scope{"tasks:delete"}
+	_, err = domain.RestoreAPIKey(k)
+	check("api key with an unknown scope", err, false)
+	k = key
+	k.ProjectIDs = []string{"usr_x"}
+	_, err = domain.RestoreAPIKey(k)
+	check("api key restricted to a non-project", err, false)
 
 	_, err = domain.RestoreWorkspace(workspace)
 	check("workspace", err, true)

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,29 +38,6 @@ func (r Role) rank() int {
 	return 0
 }
 
-// Permission is what a call needs from the caller's role.
-type Permission int
-
-// The permissions of the roles (docs/api.md#tenancy-keys-and-roles).
-const (
-	// PermRead: any GET and any GraphQL query. Every role has it.
-	PermRead Permission = iota
-	// PermWrite: create and update projects; create, update and delete tasks.
-	PermWrite
-	// PermAdmin: every webhook call, reads included.
-	PermAdmin
-)
-
-func (p Permission) minimum() Role {
-	switch p {
-	case PermWrite:
-		return RoleMember
-	case PermAdmin:
-		return RoleAdmin
-	}
-	return RoleGuest
-}
-
 // User is a member of a workspace.
 type User struct {
 	ID          string
@@ -88,29 +66,57 @@ func NewUser(id, workspaceID, email, name string, role Role, now time.Time) (Use
 
 // Actor is the authenticated caller: a user acting through one API key inside
 // its own workspace. Every core service takes one and scopes all it does to
-// Actor.WorkspaceID.
+// Actor.WorkspaceID, to the key's scopes intersected with the user's role,
+// and, for a key restricted to projects, to those projects.
 type Actor struct {
 	UserID      string
 	WorkspaceID string
 	Role        Role
 	KeyID       string
+	// Scopes are the key's; nil is every scope (the operator's own calls,
+	// which act without a key).
+	Scopes []Scope
+	// ProjectIDs are the projects a restricted key sees; nil is all.
+	ProjectIDs []string
 }
 
-// Can reports whether the actor's role grants p.
-func (a Actor) Can(p Permission) bool {
-	return a.Role.rank() >= p.minimum().rank() && a.Role.rank() > 0
+// Can reports whether the actor may make the calls of scope s: its role is
+// at least the scope's minimum role, and its key holds s.
+func (a Actor) Can(s Scope) bool { return a.Require(s) == nil }
+
+// Require returns permission_denied when the actor's role may not make the
+// calls of scope s, and insufficient_scope, naming s, when its key does not
+// hold it.
+func (a Actor) Require(s Scope) error {
+	if a.Role.rank() == 0 || a.Role.rank() < s.minimumRole().rank() {
+		switch s.minimumRole() {
+		case RoleAdmin:
+			return Forbidden("This call requires the admin role; your key's user is %s.", a.Role)
+		case RoleMember:
+			return Forbidden("This call requires the member or admin role; your key's user is %s.", a.Role)
+		}
+		return Forbidden("Your key's user may not make this call.")
+	}
+	if a.Scopes != nil && !GrantsScope(a.Scopes, s) {
+		return insufficientScope(s, a.Scopes)
+	}
+	return nil
 }
 
-// Require returns permission_denied unless the actor's role grants p.
-func (a Actor) Require(p Permission) error {
-	if a.Can(p) {
-		return nil
+// Restricted reports whether the actor's key sees only some projects.
+func (a Actor) Restricted() bool { return a.ProjectIDs != nil }
+
+// SeesProject reports whether the actor's key sees the project.
+func (a Actor) SeesProject(id string) bool {
+	return a.ProjectIDs == nil || slices.Contains(a.ProjectIDs, id)
+}
+
+// RequireUnrestricted refuses, with insufficient_scope, a call that a key
+// restricted to projects may not make (what cannot be confined to its
+// projects: creating projects, webhooks).
+func (a Actor) RequireUnrestricted(what string) error {
+	if a.Restricted() {
+		return Errorf(CodeInsufficientScope, "A key restricted to projects may not %s; use a key without project_ids.", what)
 	}
-	switch p {
-	case PermAdmin:
-		return Forbidden("This call requires the admin role; your key's user is %s.", a.Role)
-	case PermWrite:
-		return Forbidden("This call requires the member or admin role; your key's user is %s.", a.Role)
-	}
-	return Forbidden("Your key's user may not make this call.")
+	return nil
 }

@@ -84,6 +84,8 @@ type UserStore interface {
 	FindUsersByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.User, error)
 	// FindUsers lists users ordered by (created_at, id) after f.After.
 	FindUsers(ctx context.Context, f UserFilter) ([]domain.User, error)
+	// SetUserRole writes a user's role; resource_not_found when absent.
+	SetUserRole(ctx context.Context, workspaceID, id string, role domain.Role) error
 }
 
 // APIKeyStore persists API keys.
@@ -102,13 +104,34 @@ type APIKeyStore interface {
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) (domain.APIKey, error)
 	// TouchAPIKey records that the key was used at at.
 	TouchAPIKey(ctx context.Context, id string, at time.Time) error
+	// FindAPIKeys lists the keys of f's workspace (and user, when set) by
+	// (created_at, id) after f.After.
+	FindAPIKeys(ctx context.Context, f APIKeyFilter) ([]domain.APIKey, error)
+	// CountUnrevokedAPIKeys counts the user's keys not revoked. Inside a
+	// transaction it first takes a lock that the other transactions'
+	// counts of the user wait for until this one ends.
+	CountUnrevokedAPIKeys(ctx context.Context, userID string) (int, error)
+	// RenameAPIKey writes a key's name; resource_not_found when absent.
+	RenameAPIKey(ctx context.Context, id, name string) error
+}
+
+// APIKeyFilter selects the keys of a workspace, or of one of its users, a
+// page at a time.
+type APIKeyFilter struct {
+	WorkspaceID string
+	UserID      *string
+	After       *domain.Position
+	Limit       int
 }
 
 // ProjectFilter selects projects of one workspace, a page at a time.
 type ProjectFilter struct {
 	WorkspaceID string
-	After       *domain.Position
-	Limit       int
+	// IDs, when not nil, keeps only these projects (a key restricted to
+	// projects).
+	IDs   []string
+	After *domain.Position
+	Limit int
 }
 
 // ProjectStore persists projects.

@@ -84,7 +84,10 @@ type EventFilter struct {
 	AfterSeq    int64
 	Types       []domain.EventType // any of them; empty: every type
 	ProjectID   *string
-	Limit       int // rows to return; callers ask for one more than a page
+	// ProjectIDs, when not nil, keeps only the events of these projects (a
+	// key restricted to projects).
+	ProjectIDs []string
+	Limit      int // rows to return; callers ask for one more than a page
 }
 
 // PayloadRenderer renders the webhook payload of an event: the public JSON

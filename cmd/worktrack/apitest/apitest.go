@@ -162,11 +162,29 @@ func (e *Env) NewMember(workspaceID, email string, role domain.Role) Member {
 	if err != nil {
 		e.T.Fatalf("create user: %v", err)
 	}
-	_, secret, err := e.App.Admin.CreateKey(ctx, u.ID, "test", 0)
+	_, secret, err := e.App.Admin.CreateKey(ctx, u.ID, domain.APIKeyFields{Name: domain.Set("test")})
 	if err != nil {
 		e.T.Fatalf("create key: %v", err)
 	}
 	return Member{User: u, Key: secret}
+}
+
+// KeyFor makes another key of user u with the scopes and projects given
+// (nil: every scope, every project) and returns its secret.
+func (e *Env) KeyFor(u domain.User, scopes, projects []string) string {
+	e.T.Helper()
+	f := domain.APIKeyFields{Name: domain.Set("scoped")}
+	if scopes != nil {
+		f.Scopes = domain.Set(scopes)
+	}
+	if projects != nil {
+		f.ProjectIDs = domain.Set(projects)
+	}
+	_, secret, err := e.App.Admin.CreateKey(context.Background(), u.ID, f)
+	if err != nil {
+		e.T.Fatalf("create key: %v", err)
+	}
+	return secret
 }
 
 // Response is a recorded response with its body decoded when it is JSON.

@@ -1,0 +1,212 @@
+package app
+
+import (
+	"context"
+	"slices"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// APIKeys is the self-service key use cases (docs/keys.md): every user
+// manages their own keys, an admin every key of the workspace. A key never
+// makes a key that may do more, or see more projects, than itself.
+type APIKeys struct {
+	d    keyDeps
+	auth *Auth
+}
+
+// keyDeps are the ports the key use cases use, the operator's included.
+type keyDeps struct {
+	Tx       ports.Transactor
+	Clock    ports.Clock
+	IDs      ports.IDGenerator
+	Keys     ports.APIKeyStore
+	Users    ports.UserStore
+	Projects ports.ProjectStore
+}
+
+// NewAPIKeys makes the key use cases; auth is this process's key resolver,
+// whose cache a revocation clears at once.
+func NewAPIKeys(d keyDeps, auth *Auth) *APIKeys {
+	mustHave(map[string]any{
+		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Keys": d.Keys, "Users": d.Users, "Projects": d.Projects,
+	})
+	if auth == nil {
+		panic("app: missing Auth")
+	}
+	return &APIKeys{d: d, auth: auth}
+}
+
+// owns reports whether the actor may manage key k: its own, or any key of
+// its workspace for an admin.
+func owns(a domain.Actor, k domain.APIKey) bool {
+	return k.WorkspaceID == a.WorkspaceID && (k.UserID == a.UserID || a.Role == domain.RoleAdmin)
+}
+
+// Get returns a key the actor may manage, or resource_not_found.
+func (s *APIKeys) Get(ctx context.Context, a domain.Actor, id string) (domain.APIKey, error) {
+	if err := a.Require(domain.ScopeAPIKeysRead); err != nil {
+		return domain.APIKey{}, err
+	}
+	return s.find(ctx, a, id)
+}
+
+func (s *APIKeys) find(ctx context.Context, a domain.Actor, id string) (domain.APIKey, error) {
+	if !domain.IsID(id, domain.PrefixAPIKey) {
+		return domain.APIKey{}, domain.NotFound("api_key", id)
+	}
+	k, err := s.d.Keys.FindAPIKeyByID(ctx, id)
+	if err == nil && !owns(a, k) {
+		return domain.APIKey{}, domain.NotFound("api_key", id)
+	}
+	return k, err
+}
+
+// List pages through the keys the actor may manage, oldest first: an
+// admin's of the workspace, anyone else's own; userID narrows them to one
+// user's (another user's are none, for a non-admin).
+func (s *APIKeys) List(ctx context.Context, a domain.Actor, userID *string, req domain.PageRequest) (domain.Page[domain.APIKey], error) {
+	var none domain.Page[domain.APIKey]
+	if err := a.Require(domain.ScopeAPIKeysRead); err != nil {
+		return none, err
+	}
+	if userID != nil && !domain.IsID(*userID, domain.PrefixUser) {
+		return none, domain.Invalid("user_id", "Must be the id of a user of this workspace.")
+	}
+	f := ports.APIKeyFilter{WorkspaceID: a.WorkspaceID, UserID: userID}
+	k, err := req.Keyset(apiKeyListScope(a.WorkspaceID, userID))
+	if err != nil {
+		return none, err
+	}
+	if a.Role != domain.RoleAdmin {
+		if userID != nil && *userID != a.UserID {
+			return domain.NewPage([]domain.APIKey{}, k, domain.APIKey.Position), nil
+		}
+		f.UserID = &a.UserID
+	}
+	f.After, f.Limit = k.After, k.Rows()
+	keys, err := s.d.Keys.FindAPIKeys(ctx, f)
+	if err != nil {
+		return none, err
+	}
+	return domain.NewPage(keys, k, domain.APIKey.Position), nil
+}
+
+// Create makes a key and returns its secret, shown only here: for the
+// actor's user, or, for an admin, the user named by UserID. Its scopes and
+// projects may not exceed the actor's own key's (validation_failed, param
+// scopes or project_ids); resource_limit_reached past MaxAPIKeysPerUser
+// unrevoked keys.
+func (s *APIKeys) Create(ctx context.Context, a domain.Actor, in domain.APIKeyFields) (domain.APIKey, string, error) {
+	if err := a.Require(domain.ScopeAPIKeysWrite); err != nil {
+		return domain.APIKey{}, "", err
+	}
+	owner := a.UserID
+	if id, ok := in.UserID.Get(); ok && id != a.UserID {
+		if a.Role != domain.RoleAdmin {
+			return domain.APIKey{}, "", domain.Forbidden("Only an admin makes keys for another user.")
+		}
+		owner = id
+	}
+	if !domain.IsID(owner, domain.PrefixUser) {
+		return domain.APIKey{}, "", domain.Invalid("user_id", "Must be the id of a user of this workspace.")
+	}
+	u, err := s.d.Users.FindUserByID(ctx, a.WorkspaceID, owner)
+	if domain.IsCode(err, domain.CodeNotFound) {
+		return domain.APIKey{}, "", domain.Invalid("user_id", "Must be the id of a user of this workspace.")
+	}
+	if err != nil {
+		return domain.APIKey{}, "", err
+	}
+	return createKey(ctx, s.d, u, in, func(k domain.APIKey) error { return noEscalation(a, k) })
+}
+
+// noEscalation refuses a key that may do more, or see more projects, than
+// the actor's own.
+func noEscalation(a domain.Actor, k domain.APIKey) error {
+	if a.Scopes != nil && !domain.CoversScopes(a.Scopes, k.Scopes) {
+		return domain.Invalid("scopes", "Must be among this API key's own scopes.")
+	}
+	if !a.Restricted() {
+		return nil
+	}
+	if k.ProjectIDs == nil || slices.ContainsFunc(k.ProjectIDs, func(p string) bool { return !a.SeesProject(p) }) {
+		return domain.Invalid("project_ids", "Must be among this API key's own projects.")
+	}
+	return nil
+}
+
+// createKey makes and stores a key of u: the rules of NewAPIKey, the
+// projects existing in the workspace, check (when not nil), and the cap of
+// unrevoked keys per user, counted under the user's lock.
+func createKey(ctx context.Context, d keyDeps, u domain.User, in domain.APIKeyFields, check ...func(domain.APIKey) error) (domain.APIKey, string, error) {
+	k, secret, err := domain.NewAPIKey(d.IDs.NewID(domain.PrefixAPIKey), u, in, d.Clock.Now())
+	if err != nil {
+		return domain.APIKey{}, "", err
+	}
+	for _, c := range check {
+		if err := c(k); err != nil {
+			return domain.APIKey{}, "", err
+		}
+	}
+	if k.ProjectIDs != nil {
+		found, err := d.Projects.FindProjectsByIDs(ctx, u.WorkspaceID, k.ProjectIDs)
+		if err != nil {
+			return domain.APIKey{}, "", err
+		}
+		if len(found) != len(k.ProjectIDs) {
+			return domain.APIKey{}, "", domain.Invalid("project_ids", "Must hold project ids of this workspace.")
+		}
+	}
+	err = d.Tx.InTx(ctx, func(ctx context.Context) error {
+		n, err := d.Keys.CountUnrevokedAPIKeys(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		if n >= domain.MaxAPIKeysPerUser {
+			return domain.Refusal(domain.CodeLimitReached, domain.LimitAPIKeys,
+				"This user holds %d keys, the most they may. Revoke one before you create another.", domain.MaxAPIKeysPerUser)
+		}
+		return d.Keys.CreateAPIKey(ctx, k)
+	})
+	if err != nil {
+		return domain.APIKey{}, "", err
+	}
+	return k, secret, nil
+}
+
+// Update renames a key the actor may manage (the name alone changes).
+func (s *APIKeys) Update(ctx context.Context, a domain.Actor, id string, patch domain.APIKeyFields) (domain.APIKey, error) {
+	if err := a.Require(domain.ScopeAPIKeysWrite); err != nil {
+		return domain.APIKey{}, err
+	}
+	k, err := s.find(ctx, a, id)
+	if err != nil {
+		return domain.APIKey{}, err
+	}
+	next, changed, err := k.Apply(patch)
+	if err != nil || !changed {
+		return next, err
+	}
+	return next, s.d.Keys.RenameAPIKey(ctx, k.ID, next.Name)
+}
+
+// Revoke revokes a key the actor may manage; the key stays listed with
+// revoked_at. It stops working at once in this process and within the key
+// cache TTL in every other; its sockets close within 10 seconds.
+func (s *APIKeys) Revoke(ctx context.Context, a domain.Actor, id string) (domain.APIKey, error) {
+	if err := a.Require(domain.ScopeAPIKeysWrite); err != nil {
+		return domain.APIKey{}, err
+	}
+	k, err := s.find(ctx, a, id)
+	if err != nil {
+		return domain.APIKey{}, err
+	}
+	k, err = s.d.Keys.RevokeAPIKey(ctx, k.ID, domain.Timestamp(s.d.Clock.Now()))
+	if err != nil {
+		return domain.APIKey{}, err
+	}
+	s.auth.forget(k.SecretHash)
+	return k, nil
+}
