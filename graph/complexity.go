@@ -16,6 +16,7 @@ func Complexity() ComplexityRoot {
 	c.Query.Events = func(child int, first *int, _ *string, _ []domain.EventType, _ *string) int {
 		return connectionCost(child, first)
 	}
+	c.Query.APIKeys = func(child int, first *int, _ *string, _ *string) int { return connectionCost(child, first) }
 	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string) int {
 		return connectionCost(child, first)
 	}

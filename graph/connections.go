@@ -56,3 +56,8 @@ func webhookConnection(p domain.Page[domain.Webhook]) *model.WebhookConnection {
 	edges, info := connection(p, func(c string, n *domain.Webhook) model.WebhookEdge { return model.WebhookEdge{Cursor: c, Node: n} })
 	return &model.WebhookConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
 }
+
+func apiKeyConnection(p domain.Page[domain.APIKey]) *model.APIKeyConnection {
+	edges, info := connection(p, func(c string, n *domain.APIKey) model.APIKeyEdge { return model.APIKeyEdge{Cursor: c, Node: n} })
+	return &model.APIKeyConnection{Nodes: p.Items, Edges: edges, PageInfo: info}
+}

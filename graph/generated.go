@@ -31,6 +31,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	ApiKey() ApiKeyResolver
 	Event() EventResolver
 	Mutation() MutationResolver
 	Project() ProjectResolver
@@ -42,6 +43,35 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	ApiKey struct {
+		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		Name       func(childComplexity int) int
+		Prefix     func(childComplexity int) int
+		ProjectIDs func(childComplexity int) int
+		RevokedAt  func(childComplexity int) int
+		Scopes     func(childComplexity int) int
+		UserID     func(childComplexity int) int
+	}
+
+	ApiKeyConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ApiKeyEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	ApiKeyWithSecret struct {
+		APIKey func(childComplexity int) int
+		Secret func(childComplexity int) int
+	}
+
 	Event struct {
 		CreatedAt          func(childComplexity int) int
 		ID                 func(childComplexity int) int
@@ -65,12 +95,15 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		CreateAPIKey        func(childComplexity int, input model.CreateAPIKeyInput) int
 		CreateProject       func(childComplexity int, input model.CreateProjectInput) int
 		CreateTask          func(childComplexity int, projectID *string, input model.CreateTaskInput) int
 		CreateWebhook       func(childComplexity int, input model.CreateWebhookInput) int
 		DeleteTask          func(childComplexity int, id string) int
 		DeleteWebhook       func(childComplexity int, id string) int
+		RevokeAPIKey        func(childComplexity int, id string) int
 		RotateWebhookSecret func(childComplexity int, id string, previousSecretExpiresIn *int) int
+		UpdateAPIKey        func(childComplexity int, id string, input model.UpdateAPIKeyInput) int
 		UpdateProject       func(childComplexity int, id string, input model.UpdateProjectInput) int
 		UpdateTask          func(childComplexity int, id string, input model.UpdateTaskInput) int
 		UpdateWebhook       func(childComplexity int, id string, input model.UpdateWebhookInput) int
@@ -105,6 +138,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		APIKeys  func(childComplexity int, first *int, after *string, userID *string) int
 		Events   func(childComplexity int, first *int, after *string, types []domain.EventType, projectID *string) int
 		Me       func(childComplexity int) int
 		Node     func(childComplexity int, id string) int
@@ -193,6 +227,9 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ApiKeyResolver interface {
+	Scopes(ctx context.Context, obj *domain.APIKey) ([]string, error)
+}
 type EventResolver interface {
 	Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error)
 	Project(ctx context.Context, obj *domain.LoggedEvent) (*domain.Project, error)
@@ -209,6 +246,9 @@ type MutationResolver interface {
 	UpdateWebhook(ctx context.Context, id string, input model.UpdateWebhookInput) (*domain.Webhook, error)
 	DeleteWebhook(ctx context.Context, id string) (*string, error)
 	RotateWebhookSecret(ctx context.Context, id string, previousSecretExpiresIn *int) (*model.WebhookWithSecret, error)
+	CreateAPIKey(ctx context.Context, input model.CreateAPIKeyInput) (*model.APIKeyWithSecret, error)
+	UpdateAPIKey(ctx context.Context, id string, input model.UpdateAPIKeyInput) (*domain.APIKey, error)
+	RevokeAPIKey(ctx context.Context, id string) (*domain.APIKey, error)
 }
 type ProjectResolver interface {
 	Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error)
@@ -222,6 +262,7 @@ type QueryResolver interface {
 	Webhooks(ctx context.Context, first *int, after *string) (*model.WebhookConnection, error)
 	Webhook(ctx context.Context, id string) (*domain.Webhook, error)
 	Events(ctx context.Context, first *int, after *string, types []domain.EventType, projectID *string) (*model.EventConnection, error)
+	APIKeys(ctx context.Context, first *int, after *string, userID *string) (*model.APIKeyConnection, error)
 	Node(ctx context.Context, id string) (model.Node, error)
 }
 type SubscriptionResolver interface {
@@ -245,6 +286,112 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "ApiKey.createdAt":
+		if e.ComplexityRoot.ApiKey.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.CreatedAt(childComplexity), true
+	case "ApiKey.expiresAt":
+		if e.ComplexityRoot.ApiKey.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.ExpiresAt(childComplexity), true
+	case "ApiKey.id":
+		if e.ComplexityRoot.ApiKey.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.ID(childComplexity), true
+	case "ApiKey.lastUsedAt":
+		if e.ComplexityRoot.ApiKey.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.LastUsedAt(childComplexity), true
+	case "ApiKey.name":
+		if e.ComplexityRoot.ApiKey.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.Name(childComplexity), true
+	case "ApiKey.prefix":
+		if e.ComplexityRoot.ApiKey.Prefix == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.Prefix(childComplexity), true
+	case "ApiKey.projectIds":
+		if e.ComplexityRoot.ApiKey.ProjectIDs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.ProjectIDs(childComplexity), true
+	case "ApiKey.revokedAt":
+		if e.ComplexityRoot.ApiKey.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.RevokedAt(childComplexity), true
+	case "ApiKey.scopes":
+		if e.ComplexityRoot.ApiKey.Scopes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.Scopes(childComplexity), true
+	case "ApiKey.userId":
+		if e.ComplexityRoot.ApiKey.UserID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.UserID(childComplexity), true
+
+	case "ApiKeyConnection.edges":
+		if e.ComplexityRoot.ApiKeyConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKeyConnection.Edges(childComplexity), true
+	case "ApiKeyConnection.nodes":
+		if e.ComplexityRoot.ApiKeyConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKeyConnection.Nodes(childComplexity), true
+	case "ApiKeyConnection.pageInfo":
+		if e.ComplexityRoot.ApiKeyConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKeyConnection.PageInfo(childComplexity), true
+
+	case "ApiKeyEdge.cursor":
+		if e.ComplexityRoot.ApiKeyEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKeyEdge.Cursor(childComplexity), true
+	case "ApiKeyEdge.node":
+		if e.ComplexityRoot.ApiKeyEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKeyEdge.Node(childComplexity), true
+
+	case "ApiKeyWithSecret.apiKey":
+		if e.ComplexityRoot.ApiKeyWithSecret.APIKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKeyWithSecret.APIKey(childComplexity), true
+	case "ApiKeyWithSecret.secret":
+		if e.ComplexityRoot.ApiKeyWithSecret.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKeyWithSecret.Secret(childComplexity), true
 
 	case "Event.createdAt":
 		if e.ComplexityRoot.Event.CreatedAt == nil {
@@ -327,6 +474,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EventEdge.Node(childComplexity), true
 
+	case "Mutation.createApiKey":
+		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createApiKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["input"].(model.CreateAPIKeyInput)), true
 	case "Mutation.createProject":
 		if e.ComplexityRoot.Mutation.CreateProject == nil {
 			break
@@ -382,6 +540,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteWebhook(childComplexity, args["id"].(string)), true
+	case "Mutation.revokeApiKey":
+		if e.ComplexityRoot.Mutation.RevokeAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeApiKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeAPIKey(childComplexity, args["id"].(string)), true
 	case "Mutation.rotateWebhookSecret":
 		if e.ComplexityRoot.Mutation.RotateWebhookSecret == nil {
 			break
@@ -393,6 +562,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity, args["id"].(string), args["previousSecretExpiresIn"].(*int)), true
+	case "Mutation.updateApiKey":
+		if e.ComplexityRoot.Mutation.UpdateAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateApiKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateAPIKey(childComplexity, args["id"].(string), args["input"].(model.UpdateAPIKeyInput)), true
 	case "Mutation.updateProject":
 		if e.ComplexityRoot.Mutation.UpdateProject == nil {
 			break
@@ -532,6 +712,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ProjectEdge.Node(childComplexity), true
 
+	case "Query.apiKeys":
+		if e.ComplexityRoot.Query.APIKeys == nil {
+			break
+		}
+
+		args, err := ec.field_Query_apiKeys_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.APIKeys(childComplexity, args["first"].(*int), args["after"].(*string), args["userId"].(*string)), true
 	case "Query.events":
 		if e.ComplexityRoot.Query.Events == nil {
 			break
@@ -886,9 +1077,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputCreateApiKeyInput,
 		ec.unmarshalInputCreateProjectInput,
 		ec.unmarshalInputCreateTaskInput,
 		ec.unmarshalInputCreateWebhookInput,
+		ec.unmarshalInputUpdateApiKeyInput,
 		ec.unmarshalInputUpdateProjectInput,
 		ec.unmarshalInputUpdateTaskInput,
 		ec.unmarshalInputUpdateWebhookInput,
@@ -1099,6 +1292,42 @@ type WebhookWithSecret {
   secret: String!
 }
 
+"""
+An API key of a user of the workspace (docs/keys.md). What it may do is its scopes
+intersected with its user's role at each request. Its secret is shown only by createApiKey.
+"""
+type ApiKey implements Node {
+  "key_..."
+  id: ID!
+  "1-100 characters."
+  name: String!
+  "The user the key acts as."
+  userId: ID!
+  "The secret's first 12 characters (wtk_ and 8): enough to recognise the key, never to use it."
+  prefix: String!
+  """
+  "*" (everything the user's role allows), or scopes as REST names them: users:read,
+  projects:read, projects:write, tasks:read, tasks:write, webhooks:read, webhooks:write,
+  events:read, api_keys:read, api_keys:write. A write scope includes its read scope.
+  """
+  scopes: [String!]!
+  "The only projects the key sees (their tasks and events included); null for every project."
+  projectIds: [ID!]
+  createdAt: DateTime!
+  "When the key stops working; null for never."
+  expiresAt: DateTime
+  "When the key last authenticated a request, to the minute; null if never."
+  lastUsedAt: DateTime
+  "When the key was revoked; null while it is not. A revoked key stays listed."
+  revokedAt: DateTime
+}
+
+"A new API key with its secret (wtk_…), returned only by createApiKey: no other response shows it."
+type ApiKeyWithSecret {
+  apiKey: ApiKey!
+  secret: String!
+}
+
 "Where a page of a connection stands."
 type PageInfo {
   "True when more items exist after this page."
@@ -1176,6 +1405,17 @@ type Event implements Node {
   payload: JSON!
 }
 
+type ApiKeyEdge {
+  cursor: String!
+  node: ApiKey!
+}
+
+type ApiKeyConnection {
+  edges: [ApiKeyEdge!]!
+  nodes: [ApiKey!]!
+  pageInfo: PageInfo!
+}
+
 type EventEdge {
   cursor: String!
   node: Event!
@@ -1187,26 +1427,36 @@ type EventConnection {
   pageInfo: PageInfo!
 }
 
+"""
+Every field needs its read scope (docs/keys.md) and is nullable: a field the key may not read is
+null beside an error at its path (extensions.code insufficient_scope or permission_denied), and
+the operation's other fields still resolve.
+"""
 type Query {
   "The user that owns the API key of the request."
-  me: User!
+  me: User
   "The members of the caller's workspace, oldest first."
-  users(first: Int = 20, after: String): UserConnection!
+  users(first: Int = 20, after: String): UserConnection
   "The projects of the caller's workspace, oldest first."
-  projects(first: Int = 20, after: String): ProjectConnection!
+  projects(first: Int = 20, after: String): ProjectConnection
   "A project, or null with a resource_not_found error."
   project(id: ID!): Project
   "A task, or null with a resource_not_found error."
   task(id: ID!): Task
   "The webhooks of the workspace, oldest first (admins only)."
-  webhooks(first: Int = 20, after: String): WebhookConnection!
+  webhooks(first: Int = 20, after: String): WebhookConnection
   "A webhook (admins only), or null with a resource_not_found error."
   webhook(id: ID!): Webhook
   """
   The event log of the caller's workspace, in log order (any role): GET /v1/events in GraphQL form.
   types keeps events of any of the types; projectId a project's own events and its tasks'.
   """
-  events(first: Int = 20, after: String, types: [WebhookEventType!], projectId: ID): EventConnection!
+  events(first: Int = 20, after: String, types: [WebhookEventType!], projectId: ID): EventConnection
+  """
+  API keys, oldest first, revoked ones included: the caller's own, or for an admin every key
+  of the workspace; userId keeps one user's (none of another user's, for a non-admin).
+  """
+  apiKeys(first: Int = 20, after: String, userId: ID): ApiKeyConnection
   "Any object by id, or null with a resource_not_found error."
   node(id: ID!): Node
 }
@@ -1258,6 +1508,25 @@ input UpdateWebhookInput {
   active: Boolean
 }
 
+input CreateApiKeyInput {
+  "1-100 characters after trimming."
+  name: String!
+  "Default [\"*\"]; at most the calling key's own scopes."
+  scopes: [String!]
+  "1-50 projects of the workspace the key alone sees; leave out for every project."
+  projectIds: [ID!]
+  "In the future, at most ten years ahead; leave out for never."
+  expiresAt: DateTime
+  "Admins only: make the key for another user of the workspace."
+  userId: ID
+}
+
+"A merge patch: the name alone changes after creation."
+input UpdateApiKeyInput {
+  name: String
+}
+
+"Every mutation needs its write scope (docs/keys.md); a refused one is null beside its error."
 type Mutation {
   "Members and admins. resource_already_exists when the key is taken."
   createProject(input: CreateProjectInput!): Project
@@ -1284,6 +1553,18 @@ type Mutation {
   replaced secret still signs deliveries, as a second webhook-signature entry.
   """
   rotateWebhookSecret(id: ID!, previousSecretExpiresIn: Int): WebhookWithSecret
+  """
+  Any role, for the caller's own user; admins for another (userId). The answer shows the
+  secret, once. A user holds at most 100 unrevoked keys (resource_limit_reached).
+  """
+  createApiKey(input: CreateApiKeyInput!): ApiKeyWithSecret
+  "Renames one of the caller's keys (any key of the workspace, for an admin)."
+  updateApiKey(id: ID!, input: UpdateApiKeyInput!): ApiKey
+  """
+  Revokes one of the caller's keys (any key of the workspace, for an admin): it stops working
+  within 5 seconds everywhere and its sockets close with 4403. Returns the key, revokedAt set.
+  """
+  revokeApiKey(id: ID!): ApiKey
 }
 
 """
@@ -1308,6 +1589,64 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_ApiKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ApiKey_id(ctx, field)
+	case "name":
+		return ec.fieldContext_ApiKey_name(ctx, field)
+	case "userId":
+		return ec.fieldContext_ApiKey_userId(ctx, field)
+	case "prefix":
+		return ec.fieldContext_ApiKey_prefix(ctx, field)
+	case "scopes":
+		return ec.fieldContext_ApiKey_scopes(ctx, field)
+	case "projectIds":
+		return ec.fieldContext_ApiKey_projectIds(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ApiKey_createdAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_ApiKey_expiresAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_ApiKey_lastUsedAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_ApiKey_revokedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiKey", field.Name)
+}
+
+func (ec *executionContext) childFields_ApiKeyConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ApiKeyConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_ApiKeyConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ApiKeyConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiKeyConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ApiKeyEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ApiKeyEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ApiKeyEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiKeyEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ApiKeyWithSecret(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "apiKey":
+		return ec.fieldContext_ApiKeyWithSecret_apiKey(ctx, field)
+	case "secret":
+		return ec.fieldContext_ApiKeyWithSecret_secret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiKeyWithSecret", field.Name)
+}
 
 func (ec *executionContext) childFields_Event(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -1661,6 +2000,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_createApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateAPIKeyInput, error) {
+			return ec.unmarshalNCreateApiKeyInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐCreateAPIKeyInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createProject_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1739,6 +2092,20 @@ func (ec *executionContext) field_Mutation_deleteWebhook_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_revokeApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1758,6 +2125,28 @@ func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.
 		return nil, err
 	}
 	args["previousSecretExpiresIn"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateAPIKeyInput, error) {
+			return ec.unmarshalNUpdateApiKeyInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUpdateAPIKeyInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
 	return args, nil
 }
 
@@ -1876,6 +2265,36 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_apiKeys_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg2
 	return args, nil
 }
 
@@ -2128,6 +2547,442 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _ApiKey_id(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_name(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_userId(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_userId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_prefix(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_prefix(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Prefix, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_prefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_scopes(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_scopes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ApiKey().Scopes(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_scopes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_projectIds(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_projectIds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectIDs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_projectIds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_expiresAt(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKey_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKeyConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.APIKeyConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKeyConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.APIKeyEdge) graphql.Marshaler {
+			return ec.marshalNApiKeyEdge2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKeyConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiKeyConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKeyEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiKeyConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.APIKeyConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKeyConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.APIKey) graphql.Marshaler {
+			return ec.marshalNApiKey2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKeyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKeyConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiKeyConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiKeyConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.APIKeyConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKeyConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKeyConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiKeyConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiKeyEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.APIKeyEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKeyEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKeyEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKeyEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ApiKeyEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.APIKeyEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKeyEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.APIKey) graphql.Marshaler {
+			return ec.marshalNApiKey2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKeyEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiKeyEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiKeyWithSecret_apiKey(ctx context.Context, field graphql.CollectedField, obj *model.APIKeyWithSecret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKeyWithSecret_apiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.APIKey) graphql.Marshaler {
+			return ec.marshalNApiKey2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKeyWithSecret_apiKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiKeyWithSecret",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiKeyWithSecret_secret(ctx context.Context, field graphql.CollectedField, obj *model.APIKeyWithSecret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiKeyWithSecret_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiKeyWithSecret_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiKeyWithSecret", field, false, false, errors.New("field of type String does not have child fields"))
+}
 
 func (ec *executionContext) _Event_id(ctx context.Context, field graphql.CollectedField, obj *domain.LoggedEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -2878,6 +3733,138 @@ func (ec *executionContext) fieldContext_Mutation_rotateWebhookSecret(ctx contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createApiKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createApiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["input"].(model.CreateAPIKeyInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.APIKeyWithSecret) graphql.Marshaler {
+			return ec.marshalOApiKeyWithSecret2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyWithSecret(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createApiKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKeyWithSecret(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createApiKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateApiKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateApiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateAPIKey(ctx, fc.Args["id"].(string), fc.Args["input"].(model.UpdateAPIKeyInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.APIKey) graphql.Marshaler {
+			return ec.marshalOApiKey2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateApiKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateApiKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeApiKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeApiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeAPIKey(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.APIKey) graphql.Marshaler {
+			return ec.marshalOApiKey2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeApiKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeApiKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3316,10 +4303,10 @@ func (ec *executionContext) _Query_me(ctx context.Context, field graphql.Collect
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *domain.User) graphql.Marshaler {
-			return ec.marshalNUser2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐUser(ctx, selections, v)
+			return ec.marshalOUser2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐUser(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Query_me(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3349,10 +4336,10 @@ func (ec *executionContext) _Query_users(ctx context.Context, field graphql.Coll
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
-			return ec.marshalNUserConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+			return ec.marshalOUserConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Query_users(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3393,10 +4380,10 @@ func (ec *executionContext) _Query_projects(ctx context.Context, field graphql.C
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ProjectConnection) graphql.Marshaler {
-			return ec.marshalNProjectConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐProjectConnection(ctx, selections, v)
+			return ec.marshalOProjectConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐProjectConnection(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Query_projects(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3525,10 +4512,10 @@ func (ec *executionContext) _Query_webhooks(ctx context.Context, field graphql.C
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookConnection) graphql.Marshaler {
-			return ec.marshalNWebhookConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐWebhookConnection(ctx, selections, v)
+			return ec.marshalOWebhookConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐWebhookConnection(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Query_webhooks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3613,10 +4600,10 @@ func (ec *executionContext) _Query_events(ctx context.Context, field graphql.Col
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
-			return ec.marshalNEventConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐEventConnection(ctx, selections, v)
+			return ec.marshalOEventConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐEventConnection(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Query_events(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3637,6 +4624,50 @@ func (ec *executionContext) fieldContext_Query_events(ctx context.Context, field
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_events_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_apiKeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().APIKeys(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["userId"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.APIKeyConnection) graphql.Marshaler {
+			return ec.marshalOApiKeyConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyConnection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_apiKeys(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiKeyConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_apiKeys_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5875,6 +6906,64 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputCreateApiKeyInput(ctx context.Context, obj any) (model.CreateAPIKeyInput, error) {
+	var it model.CreateAPIKeyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "scopes", "projectIds", "expiresAt", "userId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "scopes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scopes"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Scopes = graphql.OmittableOf(data)
+		case "projectIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIds = graphql.OmittableOf(data)
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalODateTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = graphql.OmittableOf(data)
+		case "userId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserID = graphql.OmittableOf(data)
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCreateProjectInput(ctx context.Context, obj any) (model.CreateProjectInput, error) {
 	var it model.CreateProjectInput
 	if obj == nil {
@@ -5995,6 +7084,36 @@ func (ec *executionContext) unmarshalInputCreateWebhookInput(ctx context.Context
 				return it, err
 			}
 			it.Events = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputUpdateApiKeyInput(ctx context.Context, obj any) (model.UpdateAPIKeyInput, error) {
+	var it model.UpdateAPIKeyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = graphql.OmittableOf(data)
 		}
 	}
 	return it, nil
@@ -6168,6 +7287,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Event(ctx, sel, obj)
+	case domain.APIKey:
+		return ec._ApiKey(ctx, sel, &obj)
+	case *domain.APIKey:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ApiKey(ctx, sel, obj)
 	default:
 		if typedObj, ok := obj.(graphql.Marshaler); ok {
 			return typedObj
@@ -6180,6 +7306,256 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var apiKeyImplementors = []string{"ApiKey", "Node"}
+
+func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, obj *domain.APIKey) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, apiKeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApiKey")
+		case "id":
+			out.Values[i] = ec._ApiKey_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._ApiKey_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "userId":
+			out.Values[i] = ec._ApiKey_userId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "prefix":
+			out.Values[i] = ec._ApiKey_prefix(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scopes":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ApiKey_scopes(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "projectIds":
+			out.Values[i] = ec._ApiKey_projectIds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._ApiKey_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiresAt":
+			out.Values[i] = ec._ApiKey_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._ApiKey_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "revokedAt":
+			out.Values[i] = ec._ApiKey_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var apiKeyConnectionImplementors = []string{"ApiKeyConnection"}
+
+func (ec *executionContext) _ApiKeyConnection(ctx context.Context, sel ast.SelectionSet, obj *model.APIKeyConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, apiKeyConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApiKeyConnection")
+		case "edges":
+			out.Values[i] = ec._ApiKeyConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._ApiKeyConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ApiKeyConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var apiKeyEdgeImplementors = []string{"ApiKeyEdge"}
+
+func (ec *executionContext) _ApiKeyEdge(ctx context.Context, sel ast.SelectionSet, obj *model.APIKeyEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, apiKeyEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApiKeyEdge")
+		case "cursor":
+			out.Values[i] = ec._ApiKeyEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ApiKeyEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var apiKeyWithSecretImplementors = []string{"ApiKeyWithSecret"}
+
+func (ec *executionContext) _ApiKeyWithSecret(ctx context.Context, sel ast.SelectionSet, obj *model.APIKeyWithSecret) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, apiKeyWithSecretImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApiKeyWithSecret")
+		case "apiKey":
+			out.Values[i] = ec._ApiKeyWithSecret_apiKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._ApiKeyWithSecret_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
 
 var eventImplementors = []string{"Event", "Node"}
 
@@ -6560,6 +7936,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "createApiKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createApiKey(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updateApiKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateApiKey(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokeApiKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeApiKey(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6856,7 +8253,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_me(ctx, field)
-				if res == graphql.Null {
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -6878,7 +8275,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_users(ctx, field)
-				if res == graphql.Null {
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -6900,7 +8297,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_projects(ctx, field)
-				if res == graphql.Null {
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -6966,7 +8363,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_webhooks(ctx, field)
-				if res == graphql.Null {
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -7010,7 +8407,29 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_events(ctx, field)
-				if res == graphql.Null {
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "apiKeys":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_apiKeys(ctx, field)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -8011,6 +9430,56 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNApiKey2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v domain.APIKey) graphql.Marshaler {
+	return ec._ApiKey(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNApiKey2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKeyᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.APIKey) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApiKey2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNApiKey2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v *domain.APIKey) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ApiKey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNApiKeyEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyEdge(ctx context.Context, sel ast.SelectionSet, v model.APIKeyEdge) graphql.Marshaler {
+	return ec._ApiKeyEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNApiKeyEdge2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.APIKeyEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApiKeyEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8025,6 +9494,11 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNCreateApiKeyInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐCreateAPIKeyInput(ctx context.Context, v any) (model.CreateAPIKeyInput, error) {
+	res, err := ec.unmarshalInputCreateApiKeyInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNCreateProjectInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐCreateProjectInput(ctx context.Context, v any) (model.CreateProjectInput, error) {
@@ -8086,16 +9560,6 @@ func (ec *executionContext) marshalNEvent2ᚖgithubᚗcomᚋworktrackᚋworktrac
 		return graphql.Null
 	}
 	return ec._Event(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalNEventConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐEventConnection(ctx context.Context, sel ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._EventConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNEventEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐEventEdge(ctx context.Context, sel ast.SelectionSet, v model.EventEdge) graphql.Marshaler {
@@ -8212,16 +9676,6 @@ func (ec *executionContext) marshalNProject2ᚖgithubᚗcomᚋworktrackᚋworktr
 	return ec._Project(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNProjectConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐProjectConnection(ctx context.Context, sel ast.SelectionSet, v *model.ProjectConnection) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._ProjectConnection(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalNProjectEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐProjectEdge(ctx context.Context, sel ast.SelectionSet, v model.ProjectEdge) graphql.Marshaler {
 	return ec._ProjectEdge(ctx, sel, &v)
 }
@@ -8286,6 +9740,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx context.Context, sel ast.SelectionSet, v model.Task) graphql.Marshaler {
@@ -8380,6 +9863,11 @@ var (
 	}
 )
 
+func (ec *executionContext) unmarshalNUpdateApiKeyInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUpdateAPIKeyInput(ctx context.Context, v any) (model.UpdateAPIKeyInput, error) {
+	res, err := ec.unmarshalInputUpdateApiKeyInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNUpdateProjectInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUpdateProjectInput(ctx context.Context, v any) (model.UpdateProjectInput, error) {
 	res, err := ec.unmarshalInputUpdateProjectInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8423,16 +9911,6 @@ func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋworktrackᚋworktrack
 		return graphql.Null
 	}
 	return ec._User(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalNUserConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._UserConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUserEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUserEdge(ctx context.Context, sel ast.SelectionSet, v model.UserEdge) graphql.Marshaler {
@@ -8483,16 +9961,6 @@ func (ec *executionContext) marshalNWebhook2ᚖgithubᚗcomᚋworktrackᚋworktr
 		return graphql.Null
 	}
 	return ec._Webhook(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalNWebhookConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐWebhookConnection(ctx context.Context, sel ast.SelectionSet, v *model.WebhookConnection) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._WebhookConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNWebhookEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐWebhookEdge(ctx context.Context, sel ast.SelectionSet, v model.WebhookEdge) graphql.Marshaler {
@@ -8719,6 +10187,27 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 	return res
 }
 
+func (ec *executionContext) marshalOApiKey2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v *domain.APIKey) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ApiKey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOApiKeyConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyConnection(ctx context.Context, sel ast.SelectionSet, v *model.APIKeyConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ApiKeyConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOApiKeyWithSecret2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐAPIKeyWithSecret(ctx context.Context, sel ast.SelectionSet, v *model.APIKeyWithSecret) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ApiKeyWithSecret(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8765,6 +10254,48 @@ func (ec *executionContext) marshalODateTime2ᚖtimeᚐTime(ctx context.Context,
 	_ = ctx
 	res := model.MarshalDateTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOEventConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐEventConnection(ctx context.Context, sel ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._EventConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
@@ -8835,6 +10366,48 @@ func (ec *executionContext) marshalOProject2ᚖgithubᚗcomᚋworktrackᚋworktr
 	return ec._Project(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOProjectConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐProjectConnection(ctx context.Context, sel ast.SelectionSet, v *model.ProjectConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ProjectConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -8901,11 +10474,25 @@ func (ec *executionContext) marshalOUser2ᚖgithubᚗcomᚋworktrackᚋworktrack
 	return ec._User(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOUserConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._UserConnection(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOWebhook2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐWebhook(ctx context.Context, sel ast.SelectionSet, v *domain.Webhook) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._Webhook(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOWebhookConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐWebhookConnection(ctx context.Context, sel ast.SelectionSet, v *model.WebhookConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._WebhookConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOWebhookEventType2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐEventTypeᚄ(ctx context.Context, v any) ([]domain.EventType, error) {

@@ -87,3 +87,31 @@ func optionalInt(v *int) domain.Field[int64] {
 	}
 	return domain.Set(int64(*v))
 }
+
+// list turns an omittable list input into a domain field: absent, null or
+// the list, as REST's body would carry them.
+func list(o graphql.Omittable[[]string]) domain.Field[[]string] {
+	v, set := o.ValueOK()
+	switch {
+	case !set:
+		return domain.Field[[]string]{}
+	case v == nil:
+		return domain.Null[[]string]()
+	}
+	return domain.Set(v)
+}
+
+func createAPIKeyFields(in model.CreateAPIKeyInput) domain.APIKeyFields {
+	return domain.APIKeyFields{
+		Name: domain.Set(in.Name), Scopes: list(in.Scopes), ProjectIDs: list(in.ProjectIds),
+		ExpiresAt: field(in.ExpiresAt), UserID: field(in.UserID),
+	}
+}
+
+func scopeNames(ss []domain.Scope) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}

@@ -27,6 +27,8 @@ func (r *queryResolver) node(ctx context.Context, id string) (model.Node, error)
 		return ptr(r.App.Webhooks.Get(ctx, a, id))
 	case domain.IsID(id, domain.PrefixEvent):
 		return ptr(r.App.Events.Get(ctx, a, id))
+	case domain.IsID(id, domain.PrefixAPIKey):
+		return ptr(r.App.APIKeys.Get(ctx, a, id))
 	}
 	return nil, domain.NotFound("object", id)
 }

@@ -9,6 +9,10 @@ import (
 	"github.com/worktrack/worktrack/graph/model"
 )
 
+func (r *apiKeyResolver) Scopes(ctx context.Context, obj *domain.APIKey) ([]string, error) {
+	return scopeNames(obj.Scopes), nil
+}
+
 func (r *eventResolver) Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error) {
 	t, err := eventTask(obj)
 	if t == nil || err != nil {
@@ -104,6 +108,30 @@ func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string, p
 	return withSecret(w), nil
 }
 
+func (r *mutationResolver) CreateAPIKey(ctx context.Context, input model.CreateAPIKeyInput) (*model.APIKeyWithSecret, error) {
+	k, secret, err := r.App.APIKeys.Create(ctx, actor(ctx), createAPIKeyFields(input))
+	if err != nil {
+		return nil, err
+	}
+	return &model.APIKeyWithSecret{APIKey: &k, Secret: secret}, nil
+}
+
+func (r *mutationResolver) UpdateAPIKey(ctx context.Context, id string, input model.UpdateAPIKeyInput) (*domain.APIKey, error) {
+	k, err := r.App.APIKeys.Update(ctx, actor(ctx), id, domain.APIKeyFields{Name: field(input.Name)})
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*domain.APIKey, error) {
+	k, err := r.App.APIKeys.Revoke(ctx, actor(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
 func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error) {
 	l := loadersOf(ctx)
 	args := newTaskPageArgs(pageRequest(first, after), status, assigneeID, selectsTaskAssignee(ctx))
@@ -191,6 +219,14 @@ func (r *queryResolver) Events(ctx context.Context, first *int, after *string, t
 	return eventConnection(page), nil
 }
 
+func (r *queryResolver) APIKeys(ctx context.Context, first *int, after *string, userID *string) (*model.APIKeyConnection, error) {
+	page, err := r.App.APIKeys.List(ctx, actor(ctx), userID, pageRequest(first, after))
+	if err != nil {
+		return nil, err
+	}
+	return apiKeyConnection(page), nil
+}
+
 func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
 	return r.node(ctx, id)
 }
@@ -198,6 +234,8 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 func (r *subscriptionResolver) Events(ctx context.Context, types []domain.EventType, projectID *string, after *string) (<-chan *domain.LoggedEvent, error) {
 	return subscribeEvents(ctx, r.App, types, projectID, after), nil
 }
+
+func (r *Resolver) ApiKey() ApiKeyResolver { return &apiKeyResolver{r} }
 
 func (r *Resolver) Event() EventResolver { return &eventResolver{r} }
 
@@ -210,6 +248,7 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
 type (
+	apiKeyResolver       struct{ *Resolver }
 	eventResolver        struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	projectResolver      struct{ *Resolver }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/99designs/gqlgen/codegen/templates"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -62,7 +63,7 @@ func TestEveryConnectionIsWeighed(t *testing.T) {
 				t.Errorf("%s.%s is a connection, but its type has no complexity functions", typ.Name, f.Name)
 				continue
 			}
-			fn := fields.FieldByName(strings.ToUpper(f.Name[:1]) + f.Name[1:])
+			fn := fields.FieldByName(templates.ToGo(f.Name))
 			if !fn.IsValid() || fn.IsNil() {
 				t.Errorf("%s.%s is a connection without a weight in Complexity()", typ.Name, f.Name)
 			}

@@ -9,6 +9,36 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
+type APIKeyConnection struct {
+	Edges    []APIKeyEdge    `json:"edges"`
+	Nodes    []domain.APIKey `json:"nodes"`
+	PageInfo *PageInfo       `json:"pageInfo"`
+}
+
+type APIKeyEdge struct {
+	Cursor string         `json:"cursor"`
+	Node   *domain.APIKey `json:"node"`
+}
+
+// A new API key with its secret (wtk_…), returned only by createApiKey: no other response shows it.
+type APIKeyWithSecret struct {
+	APIKey *domain.APIKey `json:"apiKey"`
+	Secret string         `json:"secret"`
+}
+
+type CreateAPIKeyInput struct {
+	// 1-100 characters after trimming.
+	Name string `json:"name"`
+	// Default ["*"]; at most the calling key's own scopes.
+	Scopes graphql.Omittable[[]string] `json:"scopes,omitempty"`
+	// 1-50 projects of the workspace the key alone sees; leave out for every project.
+	ProjectIds graphql.Omittable[[]string] `json:"projectIds,omitempty"`
+	// In the future, at most ten years ahead; leave out for never.
+	ExpiresAt graphql.Omittable[*time.Time] `json:"expiresAt,omitempty"`
+	// Admins only: make the key for another user of the workspace.
+	UserID graphql.Omittable[*string] `json:"userId,omitempty"`
+}
+
 type CreateProjectInput struct {
 	// 1-200 characters after trimming, no control characters.
 	Name string `json:"name"`
@@ -44,6 +74,7 @@ type EventEdge struct {
 	Node   *domain.LoggedEvent `json:"node"`
 }
 
+// Every mutation needs its write scope (docs/keys.md); a refused one is null beside its error.
 type Mutation struct {
 }
 
@@ -70,6 +101,9 @@ type ProjectEdge struct {
 	Node   *domain.Project `json:"node"`
 }
 
+// Every field needs its read scope (docs/keys.md) and is nullable: a field the key may not read is
+// null beside an error at its path (extensions.code insufficient_scope or permission_denied), and
+// the operation's other fields still resolve.
 type Query struct {
 }
 
@@ -82,6 +116,11 @@ type Subscription struct {
 type TaskEdge struct {
 	Cursor string `json:"cursor"`
 	Node   *Task  `json:"node"`
+}
+
+// A merge patch: the name alone changes after creation.
+type UpdateAPIKeyInput struct {
+	Name graphql.Omittable[*string] `json:"name,omitempty"`
 }
 
 // A merge patch: an absent field is left as it is. The key cannot change.

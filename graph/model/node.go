@@ -4,5 +4,5 @@ package model
 // core/domain types (and Task to this package's wrapper of one), which carry
 // no GraphQL methods (the domain knows nothing of GraphQL), so the interface
 // is open; Query.node returns only *domain.User, *domain.Project, *Task,
-// *domain.Webhook and *domain.LoggedEvent values.
+// *domain.Webhook, *domain.LoggedEvent and *domain.APIKey values.
 type Node any
