@@ -141,9 +141,13 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		if err != nil {
 			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
 		}
+		secret, previous, err := s.db.openSecrets(d.WebhookID, row.Secret, row.Prev.String)
+		if err != nil {
+			return nil, err
+		}
 		out[i] = ports.Dispatch{
-			Delivery: d, URL: row.URL, Secret: row.Secret,
-			PreviousSecret: row.Prev.String, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
+			Delivery: d, URL: row.URL, Secret: secret,
+			PreviousSecret: previous, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
 		}
 	}
 	return out, nil

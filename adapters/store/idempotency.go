@@ -62,9 +62,13 @@ func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r edgeport.Idemp
 			}
 			continue
 		}
+		body, err := s.db.secrets.Open(held.ResponseBody, replayContext(held.APIKeyID, held.IdempotencyKey))
+		if err != nil {
+			return nil, fmt.Errorf("store: idempotency key %q: replay: %w", r.Key, err)
+		}
 		out := &edgeport.IdempotencyRecord{
 			APIKeyID: held.APIKeyID, Key: held.IdempotencyKey, Method: held.Method, Path: held.Path,
-			BodyHash: held.BodyHash, Done: held.Done, Body: held.ResponseBody, CreatedAt: created,
+			BodyHash: held.BodyHash, Done: held.Done, Body: body, CreatedAt: created,
 		}
 		if held.ResponseStatus != nil {
 			out.Status = *held.ResponseStatus
@@ -78,12 +82,17 @@ func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r edgeport.Idemp
 func (s *IdempotencyStore) CompleteIdempotent(ctx context.Context, apiKeyID, key string, status int, body []byte) error {
 	err := s.db.conn(ctx).Model(&idempotencyRow{}).
 		Where("api_key_id = ? AND idempotency_key = ?", apiKeyID, key).
-		Updates(map[string]any{"done": true, "response_status": status, "response_body": body}).Error
+		Updates(map[string]any{"done": true, "response_status": status, "response_body": s.db.secrets.Seal(body, replayContext(apiKeyID, key))}).Error
 	if err != nil {
 		return fmt.Errorf("store: complete idempotent request: %w", err)
 	}
 	return nil
 }
+
+// replayContext binds a sealed replay to its record: the responses to
+// creating or rotating a webhook show its signing secret, so every replay
+// is sealed when the keyring seals.
+func replayContext(apiKeyID, key string) string { return "idempotency:" + apiKeyID + ":" + key }
 
 // ReleaseIdempotent forgets a running record.
 func (s *IdempotencyStore) ReleaseIdempotent(ctx context.Context, apiKeyID, key string) error {

@@ -25,6 +25,8 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/worktrack/worktrack/adapters/secretbox"
 )
 
 // The dialects Open understands, as reported by DB.Dialect.
@@ -47,6 +49,8 @@ type DB struct {
 	// Other processes on the same file are held off by the busy timeout. Nil
 	// for PostgreSQL.
 	writeLock chan struct{}
+	// secrets seals the secrets the store keeps; nil keeps them as they are.
+	secrets *secretbox.Keyring
 	// url is what Open was given; the PostgreSQL delivery watcher opens its
 	// own LISTEN connection with it.
 	url string
@@ -92,6 +96,7 @@ type options struct {
 	logger       logger.Interface
 	maxOpenConns int
 	asyncCommit  bool
+	secrets      *secretbox.Keyring
 }
 
 // WithLogger logs slow statements (over 200ms) and failures to l. Statement
@@ -122,6 +127,14 @@ func WithMaxOpenConns(n int) Option {
 // allows. Its commits then stop competing with the API's for the disk.
 func WithAsyncCommit() Option {
 	return func(o *options) { o.asyncCommit = true }
+}
+
+// WithSecrets seals the secrets the store keeps (webhook signing secrets,
+// idempotency replays) under the keyring, and opens them with it
+// (docs/operations.md#secrets-at-rest). Without it, or with an empty ring,
+// they are stored as they are.
+func WithSecrets(k *secretbox.Keyring) Option {
+	return func(o *options) { o.secrets = k }
 }
 
 // Open connects to the database named by url and checks that it answers:
@@ -173,7 +186,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
 	configurePool(sqlDB, o.maxOpenConns, memory)
-	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url}
+	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url, secrets: o.secrets}
 	db.deliveriesAnnouncer.send = func(ctx context.Context) error {
 		return db.gorm.WithContext(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error
 	}

@@ -27,23 +27,26 @@ type webhookRow struct {
 
 func (webhookRow) TableName() string { return "webhooks" }
 
-func webhookToRow(w domain.Webhook) (webhookRow, error) {
+// webhookToRow is w as stored: its secrets sealed under the keyring, bound
+// to the webhook's id.
+func (db *DB) webhookToRow(w domain.Webhook) (webhookRow, error) {
 	evs, err := json.Marshal(w.Events)
 	if err != nil {
 		return webhookRow{}, fmt.Errorf("store: encode webhook events: %w", err)
 	}
 	return webhookRow{
 		ID: w.ID, WorkspaceID: w.WorkspaceID, URL: w.URL, Events: string(evs), Active: w.Active,
-		Secret:                  w.Secret,
-		PreviousSecret:          sql.NullString{String: w.PreviousSecret, Valid: w.PreviousSecret != ""},
+		Secret:                  db.secrets.SealString(w.Secret, w.ID),
+		PreviousSecret:          sql.NullString{String: db.secrets.SealString(w.PreviousSecret, w.ID), Valid: w.PreviousSecret != ""},
 		PreviousSecretExpiresAt: NullTimeOf(w.PreviousSecretExpiresAt),
 		CreatedAt:               Time(w.CreatedAt), UpdatedAt: Time(w.UpdatedAt),
 	}, nil
 }
 
-// webhookFromRow rebuilds a webhook; its event list passes the domain's
-// parser, so a stored list the domain would refuse is an error, not a value.
-func webhookFromRow(r webhookRow) (domain.Webhook, error) {
+// webhookFromRow rebuilds a webhook, its secrets opened; its event list
+// passes the domain's parser, so a stored list the domain would refuse is
+// an error, not a value.
+func (db *DB) webhookFromRow(r webhookRow) (domain.Webhook, error) {
 	var names []string
 	if err := json.Unmarshal([]byte(r.Events), &names); err != nil {
 		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
@@ -52,17 +55,34 @@ func webhookFromRow(r webhookRow) (domain.Webhook, error) {
 	if err != nil {
 		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
 	}
+	secret, previous, err := db.openSecrets(r.ID, r.Secret, r.PreviousSecret.String)
+	if err != nil {
+		return domain.Webhook{}, err
+	}
 	return domain.RestoreWebhook(domain.Webhook{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, URL: r.URL, Events: evs, Active: r.Active,
-		Secret: r.Secret, PreviousSecret: r.PreviousSecret.String, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt.Ptr(),
+		Secret: secret, PreviousSecret: previous, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt.Ptr(),
 		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
 	})
 }
 
-func webhooksFromRows(rows []webhookRow) ([]domain.Webhook, error) {
+// openSecrets opens a webhook's stored secrets.
+func (db *DB) openSecrets(id, secret, previous string) (string, string, error) {
+	s, err := db.secrets.OpenString(secret, id)
+	if err != nil {
+		return "", "", fmt.Errorf("store: webhook %s: signing secret: %w", id, err)
+	}
+	p, err := db.secrets.OpenString(previous, id)
+	if err != nil {
+		return "", "", fmt.Errorf("store: webhook %s: previous signing secret: %w", id, err)
+	}
+	return s, p, nil
+}
+
+func (db *DB) webhooksFromRows(rows []webhookRow) ([]domain.Webhook, error) {
 	out := make([]domain.Webhook, 0, len(rows))
 	for _, r := range rows {
-		w, err := webhookFromRow(r)
+		w, err := db.webhookFromRow(r)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +101,7 @@ func (db *DB) Webhooks() *WebhookStore { return &WebhookStore{db: db} }
 
 // CreateWebhook inserts w, secret included.
 func (s *WebhookStore) CreateWebhook(ctx context.Context, w domain.Webhook) error {
-	row, err := webhookToRow(w)
+	row, err := s.db.webhookToRow(w)
 	if err != nil {
 		return err
 	}
@@ -125,7 +145,7 @@ func (s *WebhookStore) find(ctx context.Context, workspaceID, id string, lock bo
 	if err := q.Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error; err != nil {
 		return domain.Webhook{}, notFoundOr(err, "webhook", id)
 	}
-	return webhookFromRow(row)
+	return s.db.webhookFromRow(row)
 }
 
 // FindWebhooks lists webhooks ordered by (created_at, id) after f.After.
@@ -135,7 +155,7 @@ func (s *WebhookStore) FindWebhooks(ctx context.Context, f ports.WebhookFilter) 
 	if err := page(q, f.After, f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: list webhooks: %w", err)
 	}
-	return webhooksFromRows(rows)
+	return s.db.webhooksFromRows(rows)
 }
 
 // FindSubscribedWebhooks returns the workspace's active webhooks whose
@@ -146,7 +166,7 @@ func (s *WebhookStore) FindSubscribedWebhooks(ctx context.Context, workspaceID s
 	if err := s.db.conn(ctx).Where("workspace_id = ? AND active", workspaceID).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("store: find subscribed webhooks: %w", err)
 	}
-	all, err := webhooksFromRows(rows)
+	all, err := s.db.webhooksFromRows(rows)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +182,7 @@ func (s *WebhookStore) FindSubscribedWebhooks(ctx context.Context, workspaceID s
 // UpdateWebhook writes the mutable fields of w; resource_not_found when
 // absent from its workspace.
 func (s *WebhookStore) UpdateWebhook(ctx context.Context, w domain.Webhook) error {
-	row, err := webhookToRow(w)
+	row, err := s.db.webhookToRow(w)
 	if err != nil {
 		return err
 	}

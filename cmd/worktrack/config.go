@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/worktrack/worktrack/adapters/secretbox"
 	"github.com/worktrack/worktrack/graph/server"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	// EventRetention is how long the event log keeps an event (longer
 	// while a delivery of it is pending).
 	EventRetention time.Duration
+	// Secrets seals the webhook signing secrets the store keeps; empty
+	// when WORKTRACK_SECRETS_KEY is unset (they are then stored as they are).
+	Secrets *secretbox.Keyring
 }
 
 // configHelp is the environment `serve --help` lists: every variable
@@ -81,6 +85,8 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_EVENT_RETENTION         how long the event log keeps an event (default 720h; not shorter than the retry window)
   WORKTRACK_METRICS_TOKEN           GET /metrics then needs "Authorization: Bearer <token>" (default: open)
   WORKTRACK_PPROF_ADDR              serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060 (default off)
+  WORKTRACK_SECRETS_KEY             base64 of 32 random bytes (openssl rand -base64 32), comma-separated, newest
+                                    first: stored webhook secrets are encrypted with it (default: stored in plaintext)
 
 A bad value stops serve with one line naming the variable.`
 
@@ -166,6 +172,16 @@ func (e *env) prefixes(name string) []string {
 	return out
 }
 
+// keyring reads the keys that seal stored secrets; unset is none.
+func (e *env) keyring(name string) *secretbox.Keyring {
+	k, err := secretbox.Parse(e.str(name, ""))
+	if err != nil {
+		e.fail(name, "%v", err)
+		return &secretbox.Keyring{}
+	}
+	return k
+}
+
 // oneOf reads a value that must be one of allowed (any case); unset is def.
 func (e *env) oneOf(name, def string, allowed ...string) string {
 	v := strings.ToLower(e.str(name, def))
@@ -217,6 +233,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		LogLevel:            e.level("WORKTRACK_LOG_LEVEL"),
 		MetricsToken:        e.str("WORKTRACK_METRICS_TOKEN", ""),
 		EventRetention:      e.duration("WORKTRACK_EVENT_RETENTION", 720*time.Hour),
+		Secrets:             e.keyring(secretbox.EnvKey),
 	}
 	if e.err != nil {
 		return c, e.err

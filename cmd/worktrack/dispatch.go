@@ -99,7 +99,7 @@ func dispatcherDB(ctx context.Context, db *store.DB, cfg Config, log *slog.Logge
 	if db.Dialect() != store.DialectPostgres {
 		return db, func() {}
 	}
-	ddb, err := store.Open(ctx, cfg.DatabaseURL, store.WithMaxOpenConns(dispatcherConns), store.WithAsyncCommit())
+	ddb, err := store.Open(ctx, cfg.DatabaseURL, store.WithMaxOpenConns(dispatcherConns), store.WithAsyncCommit(), store.WithSecrets(cfg.Secrets))
 	if err != nil {
 		log.Warn("webhook dispatcher: no connection pool of its own; sharing the API's", "error", err.Error())
 		return db, func() {}

@@ -103,6 +103,9 @@ func TestFirstStartBootstrapsOnce(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "worktrack.db")); err != nil {
 		t.Fatalf("the embedded default must create worktrack.db in the working directory: %v", err)
 	}
+	if n := strings.Count(p.Stderr.String(), "WORKTRACK_SECRETS_KEY is not set"); n != 1 {
+		t.Fatalf("without WORKTRACK_SECRETS_KEY, serve warns once that secrets are stored in plaintext; %d warnings:\n%s", n, p.Stderr.String())
+	}
 	code, me := get(t, http.DefaultClient, p.Base+"/v1/users/me", secrets[0])
 	if code != 200 || me["email"] != "admin@example.com" || me["role"] != "admin" {
 		t.Fatalf("bootstrap key: %d %v", code, me)
@@ -295,6 +298,7 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"WORKTRACK_EVENT_RETENTION=1h"}, "WORKTRACK_EVENT_RETENTION"},
 		{[]string{"WORKTRACK_LOG_LEVEL=verbose"}, "WORKTRACK_LOG_LEVEL"},
 		{[]string{"WORKTRACK_TRUSTED_PROXIES=10.0.0.1,proxy.internal"}, "WORKTRACK_TRUSTED_PROXIES"},
+		{[]string{"WORKTRACK_SECRETS_KEY=c2hvcnQ="}, "WORKTRACK_SECRETS_KEY"},
 		{[]string{"DATABASE_URL=sqlite:/missing/dir/x.db"}, "directory \"/missing/dir\" of \"/missing/dir/x.db\" does not exist"},
 	} {
 		t.Run(tc.variable, func(t *testing.T) {

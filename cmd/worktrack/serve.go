@@ -20,6 +20,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/ratelimit"
+	"github.com/worktrack/worktrack/adapters/secretbox"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
 	"github.com/worktrack/worktrack/core/app"
@@ -67,21 +68,13 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	}
 	defer closeLimiter()
 
-	db, applied, err := openStore(ctx, cfg)
+	db, err := openServeStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if len(applied) > 0 {
-		log.Info("migrations applied", "versions", applied)
-	}
-	warnNeighbours(ctx, db, log)
 
-	m := metrics.New()
-	if sqlDB, err := db.Gorm().DB(); err == nil {
-		m.WatchPool("api", sqlDB)
-	}
-	m.WatchBacklog(db.Deliveries().Backlog)
+	m := newMetrics(db)
 
 	a := newApp(db, cfg, log)
 	stopDispatcher := startDispatcher(ctx, a, db, cfg, log, m)
@@ -134,6 +127,52 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	case <-ctx.Done():
 	}
 	return shutdown(srv, sockets, errc, stopDispatcher, cfg.ShutdownTimeout, log)
+}
+
+// newMetrics is the process's collectors, watching db's pool and backlog.
+func newMetrics(db *store.DB) *metrics.Metrics {
+	m := metrics.New()
+	if sqlDB, err := db.Gorm().DB(); err == nil {
+		m.WatchPool("api", sqlDB)
+	}
+	m.WatchBacklog(db.Deliveries().Backlog)
+	return m
+}
+
+// openServeStore opens and migrates the database for serve, warns about
+// what shares it, and checks that the stored secrets open.
+func openServeStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.DB, error) {
+	db, applied, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(applied) > 0 {
+		log.Info("migrations applied", "versions", applied)
+	}
+	warnNeighbours(ctx, db, log)
+	if err := checkSecrets(ctx, db, cfg, log); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// checkSecrets refuses to start when the keyring cannot open a stored
+// secret (a server that cannot sign deliveries must not serve), and warns
+// once when secrets are stored in plaintext.
+func checkSecrets(ctx context.Context, db *store.DB, cfg Config, log *slog.Logger) error {
+	if _, err := db.CheckSecrets(ctx); err != nil {
+		if errors.Is(err, secretbox.ErrNoKey) || errors.Is(err, secretbox.ErrCorrupt) {
+			return &configError{secretbox.EnvKey, fmt.Sprintf("cannot decrypt the stored webhook secrets (%v); "+
+				"set it to the keys they were encrypted with (any listed key decrypts)", err)}
+		}
+		return fmt.Errorf("reading the stored webhook secrets: %w", err)
+	}
+	if !cfg.Secrets.Enabled() {
+		log.Warn(secretbox.EnvKey + " is not set: webhook signing secrets are stored in plaintext, so a copy of the database " +
+			"lets anyone sign deliveries. Set it (openssl rand -base64 32) and run `worktrack secrets reencrypt`.")
+	}
+	return nil
 }
 
 // warnNeighbours warns when Worktrack's tables share their database with

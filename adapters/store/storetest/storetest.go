@@ -39,6 +39,32 @@ func SQLite(t testing.TB) *store.DB {
 	return db
 }
 
+// SQLiteURL is SQLite for tests that open the store themselves (with
+// options): the URL of a fresh, migrated SQLite file in t.TempDir().
+func SQLiteURL(t testing.TB) string {
+	t.Helper()
+	u := "sqlite:" + filepath.Join(t.TempDir(), "worktrack.db")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("storetest: open sqlite: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("storetest: migrate sqlite: %v", err)
+	}
+	return u
+}
+
+// ForEachURL is ForEach for tests that open the store themselves: fn gets
+// the URL of a fresh, migrated database of each kind.
+func ForEachURL(t *testing.T, fn func(t *testing.T, url string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLiteURL(t)) })
+	t.Run("postgres", func(t *testing.T) { fn(t, PostgresURL(t)) })
+}
+
 // ForEach runs fn as the subtests "sqlite" and "postgres", each on a fresh,
 // migrated database: one suite, every implementation.
 func ForEach(t *testing.T, fn func(t *testing.T, db *store.DB)) {
