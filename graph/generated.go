@@ -31,7 +31,6 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
-	ApiKey() ApiKeyResolver
 	Event() EventResolver
 	Mutation() MutationResolver
 	Project() ProjectResolver
@@ -52,7 +51,7 @@ type ComplexityRoot struct {
 		Prefix     func(childComplexity int) int
 		ProjectIDs func(childComplexity int) int
 		RevokedAt  func(childComplexity int) int
-		Scopes     func(childComplexity int) int
+		ScopeNames func(childComplexity int) int
 		UserID     func(childComplexity int) int
 	}
 
@@ -227,9 +226,6 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
-type ApiKeyResolver interface {
-	Scopes(ctx context.Context, obj *domain.APIKey) ([]string, error)
-}
 type EventResolver interface {
 	Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error)
 	Project(ctx context.Context, obj *domain.LoggedEvent) (*domain.Project, error)
@@ -336,11 +332,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApiKey.RevokedAt(childComplexity), true
 	case "ApiKey.scopes":
-		if e.ComplexityRoot.ApiKey.Scopes == nil {
+		if e.ComplexityRoot.ApiKey.ScopeNames == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ApiKey.Scopes(childComplexity), true
+		return e.ComplexityRoot.ApiKey.ScopeNames(childComplexity), true
 	case "ApiKey.userId":
 		if e.ComplexityRoot.ApiKey.UserID == nil {
 			break
@@ -2649,7 +2645,7 @@ func (ec *executionContext) _ApiKey_scopes(ctx context.Context, field graphql.Co
 			return ec.fieldContext_ApiKey_scopes(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.ApiKey().Scopes(ctx, obj)
+			return obj.ScopeNames(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
@@ -2660,7 +2656,7 @@ func (ec *executionContext) _ApiKey_scopes(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_scopes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiKey", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ApiKey_projectIds(ctx context.Context, field graphql.CollectedField, obj *domain.APIKey) (ret graphql.Marshaler) {
@@ -7322,85 +7318,52 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 		case "id":
 			out.Values[i] = ec._ApiKey_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "name":
 			out.Values[i] = ec._ApiKey_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "userId":
 			out.Values[i] = ec._ApiKey_userId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "prefix":
 			out.Values[i] = ec._ApiKey_prefix(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "scopes":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ApiKey_scopes(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._ApiKey_scopes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "projectIds":
 			out.Values[i] = ec._ApiKey_projectIds(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "createdAt":
 			out.Values[i] = ec._ApiKey_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "expiresAt":
 			out.Values[i] = ec._ApiKey_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "lastUsedAt":
 			out.Values[i] = ec._ApiKey_lastUsedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "revokedAt":
 			out.Values[i] = ec._ApiKey_revokedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

@@ -107,11 +107,3 @@ func createAPIKeyFields(in model.CreateAPIKeyInput) domain.APIKeyFields {
 		ExpiresAt: field(in.ExpiresAt), UserID: field(in.UserID),
 	}
 }
-
-func scopeNames(ss []domain.Scope) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
-	}
-	return out
-}

@@ -9,10 +9,6 @@ import (
 	"github.com/worktrack/worktrack/graph/model"
 )
 
-func (r *apiKeyResolver) Scopes(ctx context.Context, obj *domain.APIKey) ([]string, error) {
-	return scopeNames(obj.Scopes), nil
-}
-
 func (r *eventResolver) Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error) {
 	t, err := eventTask(obj)
 	if t == nil || err != nil {
@@ -235,8 +231,6 @@ func (r *subscriptionResolver) Events(ctx context.Context, types []domain.EventT
 	return subscribeEvents(ctx, r.App, types, projectID, after), nil
 }
 
-func (r *Resolver) ApiKey() ApiKeyResolver { return &apiKeyResolver{r} }
-
 func (r *Resolver) Event() EventResolver { return &eventResolver{r} }
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
@@ -248,7 +242,6 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
 type (
-	apiKeyResolver       struct{ *Resolver }
 	eventResolver        struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	projectResolver      struct{ *Resolver }

@@ -193,12 +193,8 @@ type APIKeyWithSecret struct {
 
 // FromAPIKey renders a key, never its secret.
 func FromAPIKey(k domain.APIKey) APIKey {
-	scopes := make([]string, len(k.Scopes))
-	for i, s := range k.Scopes {
-		scopes[i] = string(s)
-	}
 	return APIKey{
-		ID: k.ID, Object: "api_key", Name: k.Name, UserID: k.UserID, Prefix: k.Prefix, Scopes: scopes,
+		ID: k.ID, Object: "api_key", Name: k.Name, UserID: k.UserID, Prefix: k.Prefix, Scopes: k.ScopeNames(),
 		ProjectIDs: k.ProjectIDs, CreatedAt: Time(k.CreatedAt), ExpiresAt: TimePtr(k.ExpiresAt),
 		LastUsedAt: TimePtr(k.LastUsedAt), RevokedAt: TimePtr(k.RevokedAt),
 	}

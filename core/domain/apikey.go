@@ -161,6 +161,9 @@ func (k APIKey) Apply(patch APIKeyFields) (APIKey, bool, error) {
 	return k, true, nil
 }
 
+// ScopeNames are the key's scopes as the APIs name them.
+func (k APIKey) ScopeNames() []string { return scopeNames(k.Scopes) }
+
 // Actor is the caller a request with this key, of user u, acts as.
 func (k APIKey) Actor(u User) Actor {
 	return Actor{UserID: u.ID, WorkspaceID: u.WorkspaceID, Role: u.Role, KeyID: k.ID, Scopes: k.Scopes, ProjectIDs: k.ProjectIDs}

@@ -21,7 +21,7 @@ const (
 	ScopeWebhooksRead  Scope = "webhooks:read"
 	ScopeWebhooksWrite Scope = "webhooks:write"
 	ScopeEventsRead    Scope = "events:read"
-	ScopeAPIKeysRead   Scope = "api_keys:read"
+	ScopeAPIKeysRead   Scope = "api_keys:read" //nolint:gosec // a scope's name, not a credential
 	ScopeAPIKeysWrite  Scope = "api_keys:write"
 )
 
