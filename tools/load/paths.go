@@ -38,6 +38,19 @@ func builders() map[string]func(ctx context.Context, h *harness) ([]string, erro
 			}
 			return out, nil
 		},
+		"wt_get_restricted": func(_ context.Context, h *harness) ([]string, error) {
+			seen := map[string]bool{}
+			for _, p := range h.data.projects[:restrictedProjects] {
+				seen[p.id] = true
+			}
+			var out []string
+			for len(out) < numGetPaths {
+				if t := h.data.tasks[mrand.IntN(len(h.data.tasks))]; seen[t.projectID] { //nolint:gosec // load data
+					out = append(out, "/v1/tasks/"+t.id)
+				}
+			}
+			return out, nil
+		},
 		"wt_page1": func(_ context.Context, h *harness) ([]string, error) {
 			var out []string
 			for _, p := range h.data.projects {

@@ -45,15 +45,21 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := h.smoke(ctx, wt.url, h.data.secret, s.wt, wtFile); err != nil {
+	secret := h.data.keys[s.key].secret
+	if err := h.smoke(ctx, wt.url, secret, s.wt, wtFile); err != nil {
 		return r, fmt.Errorf("worktrack smoke request: %w", err)
+	}
+	// The other side: the reference, or Worktrack with the unscoped key.
+	otherURL, otherSecret, other := h.refURL, "", h.ref
+	if s.againstUnscoped {
+		otherURL, otherSecret, other = wt.url, h.data.secret, wt
 	}
 	var refFile string
 	if s.ref != nil {
 		if refFile, err = h.pathFile(ctx, s.ref.paths); err != nil {
 			return r, err
 		}
-		if err := h.smoke(ctx, h.refURL, "", *s.ref, refFile); err != nil {
+		if err := h.smoke(ctx, otherURL, otherSecret, *s.ref, refFile); err != nil {
 			return r, fmt.Errorf("reference smoke request: %w", err)
 		}
 	}
@@ -64,7 +70,7 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 	}
 	rss := sampleRSS(wt.pid())
 	runWT := func() error {
-		run, err := h.wrk(ctx, wt.url, h.data.secret, s.wt.script, wtFile, s.timeout)
+		run, err := h.wrk(ctx, wt.url, secret, s.wt.script, wtFile, s.timeout)
 		if err != nil {
 			return err
 		}
@@ -72,12 +78,12 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 		return wt.exited()
 	}
 	runRef := func() error {
-		run, err := h.wrk(ctx, h.refURL, "", s.ref.script, refFile, s.timeout)
+		run, err := h.wrk(ctx, otherURL, otherSecret, s.ref.script, refFile, s.timeout)
 		if err != nil {
 			return err
 		}
 		r.ref = append(r.ref, run)
-		return h.ref.exited()
+		return other.exited()
 	}
 	for pair := range h.opts.pairs {
 		order := []func() error{runWT}
@@ -240,6 +246,8 @@ func printTable(w io.Writer, rows []result, o options) {
 				medianOf(r.ref, reqs)*r.sc.ref.units(), r.sc.ref.units(), r.sc.unit))
 		case r.sc.ref == nil:
 			notes = append(notes, r.sc.name+": no reference route; absolute figures")
+		case r.sc.againstUnscoped:
+			notes = append(notes, r.sc.name+": the \"ref\" side is Worktrack itself with the unscoped key; the ratio is scoped / unscoped (target >= 0.95)")
 		}
 	}
 	_ = tw.Flush()

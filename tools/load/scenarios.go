@@ -16,6 +16,13 @@ type scenario struct {
 	// timeout is wrk's --timeout, after which a request counts as a socket
 	// error; "" is wrk's default, 2s.
 	timeout string
+	// key is the dataset key the Worktrack side sends (keyUnscoped, the
+	// zero value, or a scoped one).
+	key int
+	// againstUnscoped makes the other side Worktrack itself with the
+	// unscoped key, instead of the reference: the ratio is then what the
+	// key's scopes cost.
+	againstUnscoped bool
 }
 
 // target is one side of a scenario: a wrk Lua script and the path file it
@@ -55,6 +62,13 @@ var scenarios = []scenario{
 	{name: "gql-projects-tasks", backend: backendPostgres, unit: "tasks", timeout: "10s",
 		wt:  target{script: "post.lua", paths: "wt_gql_projects", perRequest: 20 * 50},
 		ref: &target{script: "get.lua", paths: "ref_page1", perRequest: 20}},
+	// The same reads with scoped keys, interleaved with the unscoped key on
+	// the same server: the ratio is what checking scopes and projects
+	// costs (docs/keys.md; the target is at least 0.95).
+	{name: "rest-get-scoped", backend: backendPostgres, key: keyScoped, againstUnscoped: true,
+		wt: target{script: "get.lua", paths: "wt_get"}, ref: &target{script: "get.lua", paths: "wt_get"}},
+	{name: "rest-get-restricted", backend: backendPostgres, key: keyRestricted, againstUnscoped: true,
+		wt: target{script: "get.lua", paths: "wt_get_restricted"}, ref: &target{script: "get.lua", paths: "wt_get_restricted"}},
 	{name: "sqlite-rest-get", backend: backendSQLite,
 		wt: target{script: "get.lua", paths: "wt_get"}, ref: refGet},
 	{name: "sqlite-rest-page1", backend: backendSQLite,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
 	"strings"
@@ -41,6 +42,23 @@ type taskRow struct {
 	createdAt, updatedAt         time.Time
 }
 
+// keyRow is an API key of the dataset's admin.
+type keyRow struct {
+	id, name, secret   string
+	scopes, projectIDs string // JSON, as the api_keys table stores them; projectIDs "" for NULL
+}
+
+// Keys of the dataset, by what they may do.
+const (
+	keyUnscoped   = 0 // "*"
+	keyScoped     = 1 // projects:read, tasks:read
+	keyRestricted = 2 // the same, restricted to the first restrictedProjects projects
+)
+
+// restrictedProjects is how many projects the restricted key sees: the most
+// a key may name.
+const restrictedProjects = domain.MaxKeyProjects
+
 // dataset is one workspace with its users, one API key, projects and tasks,
 // generated once in memory and written to PostgreSQL and SQLite alike, so
 // that the same path files serve both.
@@ -50,8 +68,12 @@ type dataset struct {
 	users       []userRow
 	keyID       string
 	secret      string // the key secret, sent as the Bearer token
-	projects    []projectRow
-	tasks       []taskRow
+	// keys are the dataset's API keys: the unscoped one above (every
+	// scope), then the scoped ones of the rest-get-scoped and
+	// rest-get-restricted scenarios.
+	keys     []keyRow
+	projects []projectRow
+	tasks    []taskRow
 }
 
 // newDataset makes the rows with the id, secret and time formats of
@@ -66,6 +88,13 @@ func newDataset() *dataset {
 		keyID:       domain.NewID(domain.PrefixAPIKey),
 		secret:      domain.SecretPrefix + domain.RandomBase62(40),
 	}
+	for i := range numProjects {
+		d.projects = append(d.projects, projectRow{
+			id: domain.NewID(domain.PrefixProject), name: fmt.Sprintf("Load project %03d", i),
+			key: fmt.Sprintf("LOAD%03d", i),
+		})
+	}
+	d.keys = newKeys(d)
 	for i := range numUsers {
 		role := "member"
 		if i == 0 {
@@ -74,12 +103,6 @@ func newDataset() *dataset {
 		d.users = append(d.users, userRow{
 			id: domain.NewID(domain.PrefixUser), email: fmt.Sprintf("user%02d@load.test", i),
 			name: fmt.Sprintf("Load User %02d", i), role: role,
-		})
-	}
-	for i := range numProjects {
-		d.projects = append(d.projects, projectRow{
-			id: domain.NewID(domain.PrefixProject), name: fmt.Sprintf("Load project %03d", i),
-			key: fmt.Sprintf("LOAD%03d", i),
 		})
 	}
 	statuses := []string{"open", "in_progress", "done", "archived"}
@@ -107,6 +130,32 @@ func newDataset() *dataset {
 	}
 	return d
 }
+
+// newKeys makes the dataset's keys: the unscoped d.secret first.
+func newKeys(d *dataset) []keyRow {
+	restricted := make([]string, restrictedProjects)
+	for i := range restricted {
+		restricted[i] = d.projects[i].id
+	}
+	ids, _ := json.Marshal(restricted)
+	const scoped = `["projects:read","tasks:read"]`
+	return []keyRow{
+		{id: d.keyID, name: "load", secret: d.secret, scopes: `["*"]`},
+		{id: domain.NewID(domain.PrefixAPIKey), name: "load scoped", secret: domain.SecretPrefix + domain.RandomBase62(40), scopes: scoped},
+		{id: domain.NewID(domain.PrefixAPIKey), name: "load restricted", secret: domain.SecretPrefix + domain.RandomBase62(40), scopes: scoped, projectIDs: string(ids)},
+	}
+}
+
+// row is the key as the api_keys table's columns keyRowColumns hold it.
+func (k keyRow) row(d *dataset, created any) []any {
+	var projects any
+	if k.projectIDs != "" {
+		projects = k.projectIDs
+	}
+	return []any{k.id, d.workspaceID, d.users[0].id, k.name, domain.HashSecret(k.secret), k.secret[:domain.PrefixLength], k.scopes, projects, created}
+}
+
+var keyRowColumns = []string{"id", "workspace_id", "user_id", "name", "secret_hash", "prefix", "scopes", "project_ids", "created_at"}
 
 // seedPostgres writes the dataset with COPY in one transaction, then
 // ANALYZEs so that the planner knows the table sizes from the first query.
@@ -139,8 +188,11 @@ func seedPostgres(ctx context.Context, dsn string, d *dataset) error {
 	if err := copyRows("users", []string{"id", "workspace_id", "email", "name", "role", "created_at"}, rows); err != nil {
 		return err
 	}
-	if err := copyRows("api_keys", []string{"id", "workspace_id", "user_id", "name", "secret_hash", "created_at"},
-		[][]any{{d.keyID, d.workspaceID, d.users[0].id, "load", domain.HashSecret(d.secret), d.created}}); err != nil {
+	rows = rows[:0]
+	for _, k := range d.keys {
+		rows = append(rows, k.row(d, d.created))
+	}
+	if err := copyRows("api_keys", keyRowColumns, rows); err != nil {
 		return err
 	}
 	rows = rows[:0]
@@ -209,9 +261,11 @@ func seedSQLite(ctx context.Context, path string, d *dataset) error {
 			return err
 		}
 	}
-	if err := exec(`INSERT INTO api_keys (id, workspace_id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		d.keyID, d.workspaceID, d.users[0].id, "load", domain.HashSecret(d.secret), ts(d.created)); err != nil {
-		return err
+	for _, k := range d.keys {
+		if err := exec(`INSERT INTO api_keys (`+strings.Join(keyRowColumns, ", ")+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.row(d, ts(d.created))...); err != nil {
+			return err
+		}
 	}
 	for _, p := range d.projects {
 		if err := exec(`INSERT INTO projects (id, workspace_id, name, key, task_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
