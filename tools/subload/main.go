@@ -79,7 +79,10 @@ func main() {
 	fmt.Fprintf(os.Stderr, "subload: opening %d subscriptions...\n", *flagSubs)
 	subs := make([]*subscriber, *flagSubs)
 	var opened sync.WaitGroup
-	sem := make(chan struct{}, 32)
+	// Fewer openers than the server lets one address hold sockets that have
+	// not sent connection_init yet (graph/server.MaxPendingSocketsPerAddress,
+	// 20): every subscriber here dials from the same address.
+	sem := make(chan struct{}, 16)
 	for i := range subs {
 		opened.Add(1)
 		sem <- struct{}{}
