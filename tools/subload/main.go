@@ -80,7 +80,7 @@ func main() {
 	subs := make([]*subscriber, *flagSubs)
 	var opened sync.WaitGroup
 	// Fewer openers than the server lets one address hold sockets that have
-	// not sent connection_init yet (graph/server.MaxPendingSocketsPerAddress,
+	// not been acknowledged yet (graph/server.MaxPendingSocketsPerAddress,
 	// 20): every subscriber here dials from the same address.
 	sem := make(chan struct{}, 16)
 	for i := range subs {
@@ -230,6 +230,12 @@ func subscribe(ctx context.Context, base, key, project string) *subscriber {
 		}
 	}
 	send(map[string]any{"type": "connection_init", "payload": map[string]any{"authorization": "Bearer " + key}})
+	// Wait for the ack, as a graphql-ws client does: until then the socket
+	// counts against the address's sockets awaiting connection_init, and
+	// openers that raced ahead of the server would exceed that cap.
+	if _, data, err := conn.Read(ctx); err != nil || !strings.Contains(string(data), `"connection_ack"`) {
+		fail("connection_init: %s %v", data, err)
+	}
 	send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
 		"query":     "subscription($p: ID) { events(projectId: $p, types: [TASK_CREATED]) { id createdAt task { id title } } }",
 		"variables": map[string]any{"p": project}}})
