@@ -62,6 +62,22 @@ func eventProject(e *domain.LoggedEvent) (*domain.Project, error) {
 	return &pr, nil
 }
 
+// eventWebhook is the webhook as a webhook.* event's data shows it.
+func eventWebhook(e *domain.LoggedEvent) (*domain.Webhook, error) {
+	if !strings.HasPrefix(string(e.Type), "webhook.") {
+		return nil, nil
+	}
+	p, err := payloadOf[wire.Webhook](e)
+	if err != nil {
+		return nil, err
+	}
+	w, err := p.Data.Webhook(e.WorkspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("graph: event %s: %w", e.ID, err)
+	}
+	return &w, nil
+}
+
 // previousAttributes is the payload's previous_attributes, nil when absent.
 func previousAttributes(e *domain.LoggedEvent) (json.RawMessage, error) {
 	p, err := payloadOf[json.RawMessage](e)

@@ -36,6 +36,7 @@ type ResolverRoot interface {
 	Project() ProjectResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
+	Webhook() WebhookResolver
 }
 
 type DirectiveRoot struct {
@@ -80,6 +81,7 @@ type ComplexityRoot struct {
 		ProjectID          func(childComplexity int) int
 		Task               func(childComplexity int) int
 		Type               func(childComplexity int) int
+		Webhook            func(childComplexity int) int
 	}
 
 	EventConnection struct {
@@ -100,6 +102,7 @@ type ComplexityRoot struct {
 		CreateWebhook       func(childComplexity int, input model.CreateWebhookInput) int
 		DeleteTask          func(childComplexity int, id string) int
 		DeleteWebhook       func(childComplexity int, id string) int
+		PingWebhook         func(childComplexity int, id string) int
 		RevokeAPIKey        func(childComplexity int, id string) int
 		RotateWebhookSecret func(childComplexity int, id string, previousSecretExpiresIn *int) int
 		UpdateAPIKey        func(childComplexity int, id string, input model.UpdateAPIKeyInput) int
@@ -197,12 +200,15 @@ type ComplexityRoot struct {
 	}
 
 	Webhook struct {
-		Active    func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		Events    func(childComplexity int) int
-		ID        func(childComplexity int) int
-		URL       func(childComplexity int) int
-		UpdatedAt func(childComplexity int) int
+		Active         func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		DisabledAt     func(childComplexity int) int
+		DisabledReason func(childComplexity int) int
+		Events         func(childComplexity int) int
+		HeaderList     func(childComplexity int) int
+		ID             func(childComplexity int) int
+		URL            func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
 	}
 
 	WebhookConnection struct {
@@ -216,6 +222,11 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	WebhookHeader struct {
+		Name  func(childComplexity int) int
+		Value func(childComplexity int) int
+	}
+
 	WebhookWithSecret struct {
 		Secret  func(childComplexity int) int
 		Webhook func(childComplexity int) int
@@ -227,8 +238,10 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type EventResolver interface {
+	ProjectID(ctx context.Context, obj *domain.LoggedEvent) (*string, error)
 	Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error)
 	Project(ctx context.Context, obj *domain.LoggedEvent) (*domain.Project, error)
+	Webhook(ctx context.Context, obj *domain.LoggedEvent) (*domain.Webhook, error)
 	PreviousAttributes(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error)
 	Payload(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error)
 }
@@ -242,6 +255,7 @@ type MutationResolver interface {
 	UpdateWebhook(ctx context.Context, id string, input model.UpdateWebhookInput) (*domain.Webhook, error)
 	DeleteWebhook(ctx context.Context, id string) (*string, error)
 	RotateWebhookSecret(ctx context.Context, id string, previousSecretExpiresIn *int) (*model.WebhookWithSecret, error)
+	PingWebhook(ctx context.Context, id string) (*string, error)
 	CreateAPIKey(ctx context.Context, input model.CreateAPIKeyInput) (*model.APIKeyWithSecret, error)
 	UpdateAPIKey(ctx context.Context, id string, input model.UpdateAPIKeyInput) (*domain.APIKey, error)
 	RevokeAPIKey(ctx context.Context, id string) (*domain.APIKey, error)
@@ -263,6 +277,9 @@ type QueryResolver interface {
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []domain.EventType, projectID *string, after *string) (<-chan *domain.LoggedEvent, error)
+}
+type WebhookResolver interface {
+	DisabledReason(ctx context.Context, obj *domain.Webhook) (*domain.DisabledReason, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -437,6 +454,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Event.Type(childComplexity), true
+	case "Event.webhook":
+		if e.ComplexityRoot.Event.Webhook == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Event.Webhook(childComplexity), true
 
 	case "EventConnection.edges":
 		if e.ComplexityRoot.EventConnection.Edges == nil {
@@ -536,6 +559,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteWebhook(childComplexity, args["id"].(string)), true
+	case "Mutation.pingWebhook":
+		if e.ComplexityRoot.Mutation.PingWebhook == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_pingWebhook_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PingWebhook(childComplexity, args["id"].(string)), true
 	case "Mutation.revokeApiKey":
 		if e.ComplexityRoot.Mutation.RevokeAPIKey == nil {
 			break
@@ -995,12 +1029,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Webhook.CreatedAt(childComplexity), true
+	case "Webhook.disabledAt":
+		if e.ComplexityRoot.Webhook.DisabledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Webhook.DisabledAt(childComplexity), true
+	case "Webhook.disabledReason":
+		if e.ComplexityRoot.Webhook.DisabledReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Webhook.DisabledReason(childComplexity), true
 	case "Webhook.events":
 		if e.ComplexityRoot.Webhook.Events == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Webhook.Events(childComplexity), true
+	case "Webhook.headers":
+		if e.ComplexityRoot.Webhook.HeaderList == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Webhook.HeaderList(childComplexity), true
 	case "Webhook.id":
 		if e.ComplexityRoot.Webhook.ID == nil {
 			break
@@ -1052,6 +1104,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.WebhookEdge.Node(childComplexity), true
 
+	case "WebhookHeader.name":
+		if e.ComplexityRoot.WebhookHeader.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookHeader.Name(childComplexity), true
+	case "WebhookHeader.value":
+		if e.ComplexityRoot.WebhookHeader.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookHeader.Value(childComplexity), true
+
 	case "WebhookWithSecret.secret":
 		if e.ComplexityRoot.WebhookWithSecret.Secret == nil {
 			break
@@ -1081,6 +1146,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputUpdateProjectInput,
 		ec.unmarshalInputUpdateTaskInput,
 		ec.unmarshalInputUpdateWebhookInput,
+		ec.unmarshalInputWebhookHeaderInput,
 	)
 	first := true
 
@@ -1224,6 +1290,24 @@ enum WebhookEventType {
   TASK_DELETED
   PROJECT_CREATED
   PROJECT_UPDATED
+  "A webhook was disabled (failing, or a 410); data is the webhook. Seen only by keys that may read webhooks."
+  WEBHOOK_DISABLED
+}
+
+"Why a webhook is inactive."
+enum WebhookDisabledReason {
+  "Every attempt failed for 72 hours (10 at least)."
+  FAILING
+  "The receiver answered 410 Gone."
+  GONE
+  "A user set active to false."
+  USER
+}
+
+"A header a webhook sends with every delivery."
+type WebhookHeader {
+  name: String!
+  value: String!
 }
 
 "A member of the caller's workspace."
@@ -1273,8 +1357,14 @@ type Webhook implements Node {
   id: ID!
   url: String!
   events: [WebhookEventType!]!
-  "Inactive webhooks receive nothing; a 410 answer deactivates a webhook."
+  "Inactive webhooks receive nothing but pings; a 410 answer, or failing for 72 hours, disables a webhook."
   active: Boolean!
+  "Sent with every delivery, sorted by name."
+  headers: [WebhookHeader!]!
+  "Why the webhook is inactive; null while it is active."
+  disabledReason: WebhookDisabledReason
+  "When it was disabled; null while it is active."
+  disabledAt: DateTime
   createdAt: DateTime!
   updatedAt: DateTime!
 }
@@ -1389,12 +1479,14 @@ type Event implements Node {
   id: ID!
   type: WebhookEventType!
   createdAt: DateTime!
-  "The project, or the task's project."
-  projectId: ID!
+  "The project, or the task's project; null for a webhook's events, which concern the workspace."
+  projectId: ID
   "task.* events: the task as the event's data shows it; its assignee and project are today's."
   task: Task
   "project.* events: the project as the event's data shows it; its tasks are today's."
   project: Project
+  "webhook.* events: the webhook as the event's data shows it."
+  webhook: Webhook
   "*.updated events: each field the update changed, with its value before (REST's previous_attributes); else null."
   previousAttributes: JSON
   "The event's JSON document, exactly as GET /v1/events/{id} and webhook deliveries carry it."
@@ -1490,18 +1582,33 @@ input UpdateTaskInput {
   dueAt: DateTime
 }
 
+"""
+A header to send with every delivery: the name an HTTP token of at most 100 characters, not one
+the service sets (Content-Type, User-Agent, Content-Length, Host, webhook-*, X-service-*,
+hop-by-hop headers); the value at most 1,000 printable ASCII characters.
+"""
+input WebhookHeaderInput {
+  name: String!
+  value: String!
+}
+
 input CreateWebhookInput {
   "Absolute http or https URL, at most 2048 characters, no user-info."
   url: String!
-  "1-5 event types; duplicates collapse."
+  "1-6 event types; duplicates collapse."
   events: [WebhookEventType!]!
+  "At most 10, sent with every delivery."
+  headers: [WebhookHeaderInput!]
 }
 
 "A merge patch: an absent field is left as it is; null is a validation error."
 input UpdateWebhookInput {
   url: String
   events: [WebhookEventType!]
+  "false disables the webhook (disabledReason USER); true enables it again and starts a new failure span."
   active: Boolean
+  "Replaces every header; [] removes them."
+  headers: [WebhookHeaderInput!]
 }
 
 input CreateApiKeyInput {
@@ -1549,6 +1656,12 @@ type Mutation {
   replaced secret still signs deliveries, as a second webhook-signature entry.
   """
   rotateWebhookSecret(id: ID!, previousSecretExpiresIn: Int): WebhookWithSecret
+  """
+  Admins. Queues one delivery of a webhook.ping event (data: the webhook) to this webhook alone,
+  signed and retried like any other, even while it is inactive; returns the delivery's id
+  (GET /v1/webhooks/{id}/deliveries shows how it went). Pings are not in the event log.
+  """
+  pingWebhook(id: ID!): ID
   """
   Any role, for the caller's own user; admins for another (userId). The answer shows the
   secret, once. A user holds at most 100 unrevoked keys (resource_limit_reached).
@@ -1658,6 +1771,8 @@ func (ec *executionContext) childFields_Event(ctx context.Context, field graphql
 		return ec.fieldContext_Event_task(ctx, field)
 	case "project":
 		return ec.fieldContext_Event_project(ctx, field)
+	case "webhook":
+		return ec.fieldContext_Event_webhook(ctx, field)
 	case "previousAttributes":
 		return ec.fieldContext_Event_previousAttributes(ctx, field)
 	case "payload":
@@ -1840,6 +1955,12 @@ func (ec *executionContext) childFields_Webhook(ctx context.Context, field graph
 		return ec.fieldContext_Webhook_events(ctx, field)
 	case "active":
 		return ec.fieldContext_Webhook_active(ctx, field)
+	case "headers":
+		return ec.fieldContext_Webhook_headers(ctx, field)
+	case "disabledReason":
+		return ec.fieldContext_Webhook_disabledReason(ctx, field)
+	case "disabledAt":
+		return ec.fieldContext_Webhook_disabledAt(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Webhook_createdAt(ctx, field)
 	case "updatedAt":
@@ -1868,6 +1989,16 @@ func (ec *executionContext) childFields_WebhookEdge(ctx context.Context, field g
 		return ec.fieldContext_WebhookEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_WebhookHeader_name(ctx, field)
+	case "value":
+		return ec.fieldContext_WebhookHeader_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookHeader", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookWithSecret(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2075,6 +2206,20 @@ func (ec *executionContext) field_Mutation_deleteTask_args(ctx context.Context, 
 }
 
 func (ec *executionContext) field_Mutation_deleteWebhook_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_pingWebhook_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -3058,18 +3203,18 @@ func (ec *executionContext) _Event_projectId(ctx context.Context, field graphql.
 			return ec.fieldContext_Event_projectId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ProjectID, nil
+			return ec.Resolvers.Event().ProjectID(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Event_projectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _Event_task(ctx context.Context, field graphql.CollectedField, obj *domain.LoggedEvent) (ret graphql.Marshaler) {
@@ -3131,6 +3276,38 @@ func (ec *executionContext) fieldContext_Event_project(_ context.Context, field 
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Project(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Event_webhook(ctx context.Context, field graphql.CollectedField, obj *domain.LoggedEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Event_webhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Event().Webhook(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Webhook) graphql.Marshaler {
+			return ec.marshalOWebhook2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐWebhook(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Event_webhook(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Event",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Webhook(ctx, field)
 		},
 	}
 	return fc, nil
@@ -3723,6 +3900,50 @@ func (ec *executionContext) fieldContext_Mutation_rotateWebhookSecret(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_rotateWebhookSecret_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_pingWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_pingWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PingWebhook(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_pingWebhook(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ID does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_pingWebhook_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5591,6 +5812,84 @@ func (ec *executionContext) fieldContext_Webhook_active(_ context.Context, field
 	return graphql.NewScalarFieldContext("Webhook", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _Webhook_headers(ctx context.Context, field graphql.CollectedField, obj *domain.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Webhook_headers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HeaderList(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Header) graphql.Marshaler {
+			return ec.marshalNWebhookHeader2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeaderᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Webhook_headers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Webhook",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookHeader(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Webhook_disabledReason(ctx context.Context, field graphql.CollectedField, obj *domain.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Webhook_disabledReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Webhook().DisabledReason(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.DisabledReason) graphql.Marshaler {
+			return ec.marshalOWebhookDisabledReason2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐDisabledReason(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Webhook_disabledReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Webhook", field, true, true, errors.New("field of type WebhookDisabledReason does not have child fields"))
+}
+
+func (ec *executionContext) _Webhook_disabledAt(ctx context.Context, field graphql.CollectedField, obj *domain.Webhook) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Webhook_disabledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DisabledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Webhook_disabledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Webhook", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
 func (ec *executionContext) _Webhook_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Webhook) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5786,6 +6085,52 @@ func (ec *executionContext) fieldContext_WebhookEdge_node(_ context.Context, fie
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _WebhookHeader_name(ctx context.Context, field graphql.CollectedField, obj *domain.Header) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookHeader_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookHeader_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookHeader", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookHeader_value(ctx context.Context, field graphql.CollectedField, obj *domain.Header) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookHeader_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookHeader_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookHeader", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookWithSecret_webhook(ctx context.Context, field graphql.CollectedField, obj *model.WebhookWithSecret) (ret graphql.Marshaler) {
@@ -7059,7 +7404,7 @@ func (ec *executionContext) unmarshalInputCreateWebhookInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "events"}
+	fieldsInOrder := [...]string{"url", "events", "headers"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -7080,6 +7425,13 @@ func (ec *executionContext) unmarshalInputCreateWebhookInput(ctx context.Context
 				return it, err
 			}
 			it.Events = data
+		case "headers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("headers"))
+			data, err := ec.unmarshalOWebhookHeaderInput2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeaderᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Headers = graphql.OmittableOf(data)
 		}
 	}
 	return it, nil
@@ -7207,7 +7559,7 @@ func (ec *executionContext) unmarshalInputUpdateWebhookInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "events", "active"}
+	fieldsInOrder := [...]string{"url", "events", "active", "headers"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -7235,6 +7587,50 @@ func (ec *executionContext) unmarshalInputUpdateWebhookInput(ctx context.Context
 				return it, err
 			}
 			it.Active = graphql.OmittableOf(data)
+		case "headers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("headers"))
+			data, err := ec.unmarshalOWebhookHeaderInput2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeaderᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Headers = graphql.OmittableOf(data)
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputWebhookHeaderInput(ctx context.Context, obj any) (domain.Header, error) {
+	var it domain.Header
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "value"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
 		}
 	}
 	return it, nil
@@ -7548,10 +7944,43 @@ func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, ob
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "projectId":
-			out.Values[i] = ec._Event_projectId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Event_projectId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "task":
 			field := field
 
@@ -7600,6 +8029,44 @@ func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, ob
 					}
 				}()
 				res = ec._Event_project(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "webhook":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Event_webhook(ctx, field, obj)
 				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -7895,6 +8362,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "rotateWebhookSecret":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_rotateWebhookSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pingWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_pingWebhook(ctx, field)
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -8819,32 +9293,80 @@ func (ec *executionContext) _Webhook(ctx context.Context, sel ast.SelectionSet, 
 		case "id":
 			out.Values[i] = ec._Webhook_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "url":
 			out.Values[i] = ec._Webhook_url(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "events":
 			out.Values[i] = ec._Webhook_events(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "active":
 			out.Values[i] = ec._Webhook_active(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "headers":
+			out.Values[i] = ec._Webhook_headers(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "disabledReason":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Webhook_disabledReason(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "disabledAt":
+			out.Values[i] = ec._Webhook_disabledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Webhook_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._Webhook_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -8934,6 +9456,49 @@ func (ec *executionContext) _WebhookEdge(ctx context.Context, sel ast.SelectionS
 			}
 		case "node":
 			out.Values[i] = ec._WebhookEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var webhookHeaderImplementors = []string{"WebhookHeader"}
+
+func (ec *executionContext) _WebhookHeader(ctx context.Context, sel ast.SelectionSet, obj *domain.Header) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookHeaderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookHeader")
+		case "name":
+			out.Values[i] = ec._WebhookHeader_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._WebhookHeader_value(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -9965,18 +10530,20 @@ func (ec *executionContext) marshalNWebhookEventType2githubᚗcomᚋworktrackᚋ
 
 var (
 	unmarshalNWebhookEventType2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐEventType = map[string]domain.EventType{
-		"TASK_CREATED":    domain.EventTaskCreated,
-		"TASK_UPDATED":    domain.EventTaskUpdated,
-		"TASK_DELETED":    domain.EventTaskDeleted,
-		"PROJECT_CREATED": domain.EventProjectCreated,
-		"PROJECT_UPDATED": domain.EventProjectUpdated,
+		"TASK_CREATED":     domain.EventTaskCreated,
+		"TASK_UPDATED":     domain.EventTaskUpdated,
+		"TASK_DELETED":     domain.EventTaskDeleted,
+		"PROJECT_CREATED":  domain.EventProjectCreated,
+		"PROJECT_UPDATED":  domain.EventProjectUpdated,
+		"WEBHOOK_DISABLED": domain.EventWebhookDisabled,
 	}
 	marshalNWebhookEventType2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐEventType = map[domain.EventType]string{
-		domain.EventTaskCreated:    "TASK_CREATED",
-		domain.EventTaskUpdated:    "TASK_UPDATED",
-		domain.EventTaskDeleted:    "TASK_DELETED",
-		domain.EventProjectCreated: "PROJECT_CREATED",
-		domain.EventProjectUpdated: "PROJECT_UPDATED",
+		domain.EventTaskCreated:     "TASK_CREATED",
+		domain.EventTaskUpdated:     "TASK_UPDATED",
+		domain.EventTaskDeleted:     "TASK_DELETED",
+		domain.EventProjectCreated:  "PROJECT_CREATED",
+		domain.EventProjectUpdated:  "PROJECT_UPDATED",
+		domain.EventWebhookDisabled: "WEBHOOK_DISABLED",
 	}
 )
 
@@ -10008,6 +10575,31 @@ func (ec *executionContext) marshalNWebhookEventType2ᚕgithubᚗcomᚋworktrack
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNWebhookHeader2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeader(ctx context.Context, sel ast.SelectionSet, v domain.Header) graphql.Marshaler {
+	return ec._WebhookHeader(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookHeader2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeaderᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Header) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookHeader2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeader(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNWebhookHeaderInput2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeader(ctx context.Context, v any) (domain.Header, error) {
+	res, err := ec.unmarshalInputWebhookHeaderInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -10458,6 +11050,38 @@ func (ec *executionContext) marshalOWebhookConnection2ᚖgithubᚗcomᚋworktrac
 	return ec._WebhookConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOWebhookDisabledReason2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐDisabledReason(ctx context.Context, v any) (*domain.DisabledReason, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOWebhookDisabledReason2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐDisabledReason[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOWebhookDisabledReason2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐDisabledReason(ctx context.Context, sel ast.SelectionSet, v *domain.DisabledReason) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOWebhookDisabledReason2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐDisabledReason[*v])
+	return res
+}
+
+var (
+	unmarshalOWebhookDisabledReason2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐDisabledReason = map[string]domain.DisabledReason{
+		"FAILING": domain.DisabledFailing,
+		"GONE":    domain.DisabledGone,
+		"USER":    domain.DisabledUser,
+	}
+	marshalOWebhookDisabledReason2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐDisabledReason = map[domain.DisabledReason]string{
+		domain.DisabledFailing: "FAILING",
+		domain.DisabledGone:    "GONE",
+		domain.DisabledUser:    "USER",
+	}
+)
+
 func (ec *executionContext) unmarshalOWebhookEventType2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐEventTypeᚄ(ctx context.Context, v any) ([]domain.EventType, error) {
 	if v == nil {
 		return nil, nil
@@ -10492,6 +11116,23 @@ func (ec *executionContext) marshalOWebhookEventType2ᚕgithubᚗcomᚋworktrack
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalOWebhookHeaderInput2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeaderᚄ(ctx context.Context, v any) ([]domain.Header, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]domain.Header, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNWebhookHeaderInput2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐHeader(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOWebhookWithSecret2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐWebhookWithSecret(ctx context.Context, sel ast.SelectionSet, v *model.WebhookWithSecret) graphql.Marshaler {

@@ -47,12 +47,33 @@ func taskPatch(in model.UpdateTaskInput) domain.TaskFields {
 	}
 }
 
-func createWebhookFields(in model.CreateWebhookInput) domain.WebhookFields {
-	return domain.WebhookFields{URL: domain.Set(in.URL), Events: domain.Set(eventNames(in.Events))}
+func createWebhookFields(in model.CreateWebhookInput) (domain.WebhookFields, error) {
+	f := domain.WebhookFields{URL: domain.Set(in.URL), Events: domain.Set(eventNames(in.Events))}
+	var err error
+	f.Headers, err = headers(in.Headers)
+	return f, err
 }
 
-func webhookPatch(in model.UpdateWebhookInput) domain.WebhookFields {
+// headers is an omittable list of headers as the map a webhook holds; a
+// name given twice is refused, as REST's JSON object cannot carry it.
+func headers(o graphql.Omittable[[]domain.Header]) (domain.Field[map[string]string], error) {
+	list, set := o.ValueOK()
+	switch {
+	case !set:
+		return domain.Field[map[string]string]{}, nil
+	case list == nil:
+		return domain.Null[map[string]string](), nil
+	}
+	m, err := domain.HeaderMap(list)
+	return domain.Set(m), err
+}
+
+func webhookPatch(in model.UpdateWebhookInput) (domain.WebhookFields, error) {
 	p := domain.WebhookFields{URL: field(in.URL), Active: field(in.Active)}
+	var err error
+	if p.Headers, err = headers(in.Headers); err != nil {
+		return p, err
+	}
 	if events, set := in.Events.ValueOK(); set {
 		if events == nil {
 			p.Events = domain.Null[[]string]()
@@ -60,7 +81,7 @@ func webhookPatch(in model.UpdateWebhookInput) domain.WebhookFields {
 			p.Events = domain.Set(eventNames(events))
 		}
 	}
-	return p
+	return p, nil
 }
 
 // withSecret is the answer of createWebhook and rotateWebhookSecret, the

@@ -9,6 +9,13 @@ import (
 	"github.com/worktrack/worktrack/graph/model"
 )
 
+func (r *eventResolver) ProjectID(ctx context.Context, obj *domain.LoggedEvent) (*string, error) {
+	if obj.ProjectID == "" {
+		return nil, nil
+	}
+	return &obj.ProjectID, nil
+}
+
 func (r *eventResolver) Task(ctx context.Context, obj *domain.LoggedEvent) (*model.Task, error) {
 	t, err := eventTask(obj)
 	if t == nil || err != nil {
@@ -19,6 +26,10 @@ func (r *eventResolver) Task(ctx context.Context, obj *domain.LoggedEvent) (*mod
 
 func (r *eventResolver) Project(ctx context.Context, obj *domain.LoggedEvent) (*domain.Project, error) {
 	return eventProject(obj)
+}
+
+func (r *eventResolver) Webhook(ctx context.Context, obj *domain.LoggedEvent) (*domain.Webhook, error) {
+	return eventWebhook(obj)
 }
 
 func (r *eventResolver) PreviousAttributes(ctx context.Context, obj *domain.LoggedEvent) (json.RawMessage, error) {
@@ -74,7 +85,11 @@ func (r *mutationResolver) DeleteTask(ctx context.Context, id string) (*string, 
 }
 
 func (r *mutationResolver) CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookWithSecret, error) {
-	w, err := r.App.Webhooks.Create(ctx, actor(ctx), createWebhookFields(input))
+	in, err := createWebhookFields(input)
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.App.Webhooks.Create(ctx, actor(ctx), in)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +97,11 @@ func (r *mutationResolver) CreateWebhook(ctx context.Context, input model.Create
 }
 
 func (r *mutationResolver) UpdateWebhook(ctx context.Context, id string, input model.UpdateWebhookInput) (*domain.Webhook, error) {
-	w, err := r.App.Webhooks.Update(ctx, actor(ctx), id, webhookPatch(input))
+	patch, err := webhookPatch(input)
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.App.Webhooks.Update(ctx, actor(ctx), id, patch)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +121,14 @@ func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string, p
 		return nil, err
 	}
 	return withSecret(w), nil
+}
+
+func (r *mutationResolver) PingWebhook(ctx context.Context, id string) (*string, error) {
+	d, err := r.App.Webhooks.Ping(ctx, actor(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return &d.ID, nil
 }
 
 func (r *mutationResolver) CreateAPIKey(ctx context.Context, input model.CreateAPIKeyInput) (*model.APIKeyWithSecret, error) {
@@ -231,6 +258,13 @@ func (r *subscriptionResolver) Events(ctx context.Context, types []domain.EventT
 	return subscribeEvents(ctx, r.App, types, projectID, after), nil
 }
 
+func (r *webhookResolver) DisabledReason(ctx context.Context, obj *domain.Webhook) (*domain.DisabledReason, error) {
+	if obj.DisabledReason == "" {
+		return nil, nil
+	}
+	return &obj.DisabledReason, nil
+}
+
 func (r *Resolver) Event() EventResolver { return &eventResolver{r} }
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
@@ -241,10 +275,13 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
+func (r *Resolver) Webhook() WebhookResolver { return &webhookResolver{r} }
+
 type (
 	eventResolver        struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	projectResolver      struct{ *Resolver }
 	queryResolver        struct{ *Resolver }
 	subscriptionResolver struct{ *Resolver }
+	webhookResolver      struct{ *Resolver }
 )

@@ -74,6 +74,7 @@ func rootFields(f graphFixtures) map[string]rootField {
 		"Mutation.deleteWebhook": {domain.ScopeWebhooksWrite, `mutation($id: ID!) { deleteWebhook(id: $id) }`, id(f.doomedWebhook)},
 		"Mutation.rotateWebhookSecret": {domain.ScopeWebhooksWrite,
 			`mutation($id: ID!) { rotateWebhookSecret(id: $id) { secret } }`, id(f.webhook)},
+		"Mutation.pingWebhook": {domain.ScopeWebhooksWrite, `mutation($id: ID!) { pingWebhook(id: $id) }`, id(f.webhook)},
 		"Mutation.createApiKey": {domain.ScopeAPIKeysWrite,
 			`mutation { createApiKey(input: {name: "n", scopes: ["api_keys:read"]}) { secret apiKey { id } } }`, nil},
 		"Mutation.updateApiKey": {domain.ScopeAPIKeysWrite,

@@ -78,6 +78,7 @@ func scopeTable(f scopeFixtures) map[string]scopeRoute {
 		"PATCH /v1/webhooks/:webhookId":              {domain.ScopeWebhooksWrite, "/v1/webhooks/" + f.webhook, map[string]any{"active": true}, 200},
 		"DELETE /v1/webhooks/:webhookId":             {domain.ScopeWebhooksWrite, "", nil, 204}, // its own webhook: see below
 		"POST /v1/webhooks/:webhookId/rotate_secret": {domain.ScopeWebhooksWrite, "/v1/webhooks/" + f.webhook + "/rotate_secret", nil, 200},
+		"POST /v1/webhooks/:webhookId/ping":          {domain.ScopeWebhooksWrite, "/v1/webhooks/" + f.webhook + "/ping", nil, 202},
 		"GET /v1/webhooks/:webhookId/deliveries":     {domain.ScopeWebhooksRead, "/v1/webhooks/" + f.webhook + "/deliveries", nil, 200},
 		"GET /v1/events":                             {domain.ScopeEventsRead, "/v1/events", nil, 200},
 		"GET /v1/events/:eventId":                    {domain.ScopeEventsRead, "/v1/events/" + f.event, nil, 200},

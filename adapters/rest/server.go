@@ -57,6 +57,7 @@ func Mount(edge *httpedge.Edge, a *app.App, opts Options) *Server {
 	v1.PATCH("/webhooks/:webhookId", s.handle(s.updateWebhook))
 	v1.DELETE("/webhooks/:webhookId", s.handle(s.deleteWebhook))
 	v1.POST("/webhooks/:webhookId/rotate_secret", s.handle(s.rotateWebhookSecret))
+	v1.POST("/webhooks/:webhookId/ping", s.handle(s.pingWebhook))
 	v1.GET("/webhooks/:webhookId/deliveries", s.handle(s.listDeliveries))
 	v1.POST("/webhooks/:webhookId/deliveries/:deliveryId/redeliver", s.handle(s.redeliver))
 	v1.GET("/events", s.handle(s.listEvents))

@@ -11,7 +11,7 @@ import (
 )
 
 func (s *Server) createWebhook(c *gin.Context) error {
-	obj, err := httpedge.ReadObject(c, "url", "events")
+	obj, err := httpedge.ReadObject(c, "url", "events", "headers")
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Server) getWebhook(c *gin.Context) error {
 }
 
 func (s *Server) updateWebhook(c *gin.Context) error {
-	obj, err := httpedge.ReadObject(c, "url", "events", "active")
+	obj, err := httpedge.ReadObject(c, "url", "events", "active", "headers")
 	if err != nil {
 		return err
 	}
@@ -93,6 +93,20 @@ func (s *Server) rotateWebhookSecret(c *gin.Context) error {
 	return nil
 }
 
+// pingWebhook answers 202: the ping is queued, and its delivery shows how
+// it went.
+func (s *Server) pingWebhook(c *gin.Context) error {
+	if _, err := httpedge.ReadOptionalObject(c); err != nil {
+		return err
+	}
+	d, err := s.app.Webhooks.Ping(c.Request.Context(), Actor(c), c.Param("webhookId"))
+	if err != nil {
+		return err
+	}
+	httpedge.JSON(c, http.StatusAccepted, wire.FromDelivery(d))
+	return nil
+}
+
 func (s *Server) listDeliveries(c *gin.Context) error {
 	req, err := pageRequest(c)
 	if err != nil {
@@ -132,6 +146,9 @@ func webhookBody(obj httpedge.Object) (domain.WebhookFields, error) {
 		return f, err
 	}
 	if f.Active, err = obj.Bool("active"); err != nil {
+		return f, err
+	}
+	if f.Headers, err = httpedge.Field[map[string]string](obj, "headers", "an object of header names to string values"); err != nil {
 		return f, err
 	}
 	return f, nil

@@ -28,7 +28,7 @@ func TestWebhookCRUD(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		res := newWebhook(t, e, "https://93.184.215.14/hooks?x=1", "task.created", "task.updated", "task.created")
-		if got := keysOf(res.JSON); got != "active,created_at,events,id,object,secret,updated_at,url" {
+		if got := keysOf(res.JSON); got != "active,created_at,disabled_at,disabled_reason,events,headers,id,object,secret,updated_at,url" {
 			t.Fatalf("fields: %s", got)
 		}
 		id, secret := res.Str("id"), res.Str("secret")
@@ -47,7 +47,7 @@ func TestWebhookCRUD(t *testing.T) {
 		if _, ok := got.JSON["secret"]; ok || strings.Contains(string(got.Body), secret) {
 			t.Fatalf("GET shows the secret: %s", got.Body)
 		}
-		if keysOf(got.JSON) != "active,created_at,events,id,object,updated_at,url" {
+		if keysOf(got.JSON) != "active,created_at,disabled_at,disabled_reason,events,headers,id,object,updated_at,url" {
 			t.Fatalf("fields: %s", got.Body)
 		}
 		list := e.Get("/v1/webhooks", e.Admin.Key)

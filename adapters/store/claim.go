@@ -3,13 +3,15 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-// claimSQL leases due deliveries of active webhooks in one statement, on
+// claimSQL leases due deliveries of active webhooks (and pings, which an
+// inactive webhook is sent too) in one statement, on
 // SQLite, under the database's single write lock: the oldest due
 // deliveries of all webhooks (webhook_deliveries_due_idx; at most
 // sqliteCandidates), of which at most
@@ -29,7 +31,7 @@ WHERE id IN (
 				SELECT d.id, d.webhook_id, d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
 				JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
 				WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-				AND w.active %s
+				AND (w.active OR d.event_type = 'webhook.ping') %s
 				ORDER BY d.next_attempt_at
 				LIMIT ?
 			) c
@@ -76,14 +78,14 @@ const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
 			FROM hooks h
 			JOIN webhooks w ON w.id = h.webhook_id %s
 			CROSS JOIN LATERAL (
-				SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+				SELECT d.id, d.next_attempt_at, d.event_type FROM webhook_deliveries d
 				WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
 					AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
 				ORDER BY d.next_attempt_at
 				LIMIT %s
 				FOR UPDATE SKIP LOCKED
 			) c
-			WHERE w.active %s
+			WHERE (w.active OR c.event_type = 'webhook.ping') %s
 		) q %s
 		ORDER BY q.wn, q.next_attempt_at, q.id
 		LIMIT ?
@@ -94,7 +96,7 @@ const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
 
 // claimedSQL reads what sending the claimed deliveries needs; %s is the
 // source of the claimed rows.
-const claimedSQL = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.payload FROM %s d
+const claimedSQL = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.headers, e.payload FROM %s d
 	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
 	JOIN events e ON e.id = d.event_id
 	%s
@@ -114,6 +116,7 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		Secret  string         `gorm:"column:secret"`
 		Prev    sql.NullString `gorm:"column:previous_secret"`
 		PrevExp NullTime       `gorm:"column:previous_secret_expires_at"`
+		Headers string         `gorm:"column:headers"`
 		Payload []byte         `gorm:"column:payload"`
 	}
 	if s.db.dialect == DialectPostgres {
@@ -145,8 +148,12 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		if err != nil {
 			return nil, err
 		}
+		var headers map[string]string
+		if err := json.Unmarshal([]byte(row.Headers), &headers); err != nil {
+			return nil, fmt.Errorf("store: webhook %s: bad headers: %w", d.WebhookID, err)
+		}
 		out[i] = ports.Dispatch{
-			Delivery: d, URL: row.URL, Secret: secret,
+			Delivery: d, URL: row.URL, Secret: secret, Headers: headers,
 			PreviousSecret: previous, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
 		}
 	}

@@ -145,62 +145,6 @@ func (s *DeliveryStore) FinishDelivery(ctx context.Context, d domain.Delivery, o
 	return res.RowsAffected == 1, nil
 }
 
-// finishManySQL writes many outcomes in one statement (PostgreSQL): the
-// VALUES list carries one row per delivery, typed by the casts of its first
-// row. Only rows owner still holds are written.
-const finishManySQL = `UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempts,
-	last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code, last_error = v.last_error,
-	next_attempt_at = v.next_attempt_at, lease_until = NULL, locked_by = NULL
-FROM (VALUES %s) AS v(id, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at)
-WHERE d.id = v.id AND d.locked_by = ?`
-
-// FinishDeliveries writes the outcomes of many attempts, each only while
-// owner holds its lease, and reports how many it wrote. On PostgreSQL that
-// is one UPDATE … FROM (VALUES …), so that a dispatcher finishing hundreds
-// of attempts a second spends one round trip per batch; on SQLite, whose
-// writes are serialised anyway, the single-row updates in one transaction.
-func (s *DeliveryStore) FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error) {
-	if len(ds) == 0 {
-		return 0, nil
-	}
-	if s.db.dialect != DialectPostgres {
-		var n int64
-		err := s.db.InTx(ctx, func(ctx context.Context) error {
-			n = 0
-			for _, d := range ds {
-				ok, err := s.FinishDelivery(ctx, d, owner)
-				if err != nil {
-					return err
-				}
-				if ok {
-					n++
-				}
-			}
-			return nil
-		})
-		return n, err
-	}
-	const first = "(?::text, ?::text, ?::integer, ?::timestamptz, ?::integer, ?::text, ?::timestamptz)"
-	const rest = "(?, ?, ?, ?, ?, ?, ?)"
-	var values strings.Builder
-	args := make([]any, 0, 7*len(ds)+1)
-	for i, d := range ds {
-		if i == 0 {
-			values.WriteString(first)
-		} else {
-			values.WriteString(", " + rest)
-		}
-		r := deliveryToRow(d)
-		args = append(args, r.ID, r.Status, r.Attempts, r.LastAttemptAt, r.LastStatusCode, r.LastError, r.NextAttemptAt)
-	}
-	args = append(args, owner)
-	res := s.db.conn(ctx).Exec(fmt.Sprintf(finishManySQL, values.String()), args...)
-	if res.Error != nil {
-		return 0, fmt.Errorf("store: finish deliveries: %w", res.Error)
-	}
-	return res.RowsAffected, nil
-}
-
 // ReleaseDeliveries ends owner's leases on ids.
 func (s *DeliveryStore) ReleaseDeliveries(ctx context.Context, owner string, ids []string) error {
 	if len(ids) == 0 {
@@ -215,12 +159,15 @@ func (s *DeliveryStore) ReleaseDeliveries(ctx context.Context, owner string, ids
 	return nil
 }
 
-// FailPendingDeliveries fails a webhook's pending deliveries. Leases are
-// left alone: an attempt in flight still records its outcome.
+// FailPendingDeliveries fails a webhook's pending deliveries, those with an
+// attempt in flight included: their leases end, so that the attempt's
+// outcome, written only while its lease holds, is dropped rather than
+// putting a retry back for a webhook that takes none.
 func (s *DeliveryStore) FailPendingDeliveries(ctx context.Context, workspaceID, webhookID, reason string) (int64, error) {
 	res := s.db.conn(ctx).Model(&deliveryRow{}).
 		Where("workspace_id = ? AND webhook_id = ? AND status = 'pending'", workspaceID, webhookID).
-		Updates(map[string]any{"status": string(domain.DeliveryFailed), "next_attempt_at": nil, "last_error": reason})
+		Updates(map[string]any{"status": string(domain.DeliveryFailed), "next_attempt_at": nil, "last_error": reason,
+			"lease_until": nil, "locked_by": nil})
 	if res.Error != nil {
 		return 0, fmt.Errorf("store: fail pending deliveries: %w", res.Error)
 	}

@@ -460,16 +460,16 @@ func TestDeliveryStoreFinishMany(t *testing.T) {
 		}
 		policy := domain.RetryPolicy{Base: time.Second, Max: time.Minute, Window: time.Hour}
 		code := 503
-		var outs []domain.Delivery
+		var outs []domain.Outcome
 		for i, c := range append(a, b[0]) { // b's delivery is not a's to finish
 			res := domain.AttemptResult{StatusCode: 200}
 			if i == 1 {
 				res = domain.AttemptResult{StatusCode: code, Err: "busy"}
 			}
-			outs = append(outs, c.Delivery.RecordAttempt(res, now, policy).Delivery)
+			outs = append(outs, c.Delivery.RecordAttempt(res, now, policy))
 		}
 		for range 2 { // the second call writes nothing: the leases are gone
-			n, err := s.FinishDeliveries(ctx, "a", outs)
+			n, _, err := s.FinishDeliveries(ctx, "a", outs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -478,17 +478,17 @@ func TestDeliveryStoreFinishMany(t *testing.T) {
 			}
 		}
 		for _, want := range outs[:3] {
-			got, err := s.FindDeliveryByID(ctx, ws.ID, w.ID, want.ID)
+			got, err := s.FindDeliveryByID(ctx, ws.ID, w.ID, want.Delivery.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			equal(t, "finished delivery", got, want)
+			equal(t, "finished delivery", got, want.Delivery)
 		}
 		got, _ := s.FindDeliveryByID(ctx, ws.ID, w.ID, b[0].Delivery.ID)
 		equal(t, "b's delivery, untouched", got, b[0].Delivery)
 		// The retry scheduled for a's second delivery can be claimed again.
 		again, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "c", Now: now.Add(time.Hour), LeaseUntil: now.Add(2 * time.Hour), Limit: 10})
-		if err != nil || len(again) != 1 || again[0].Delivery.ID != outs[1].ID || again[0].Delivery.Attempts != 1 {
+		if err != nil || len(again) != 1 || again[0].Delivery.ID != outs[1].Delivery.ID || again[0].Delivery.Attempts != 1 {
 			t.Fatalf("claim after finishing: %+v %v", again, err)
 		}
 	})

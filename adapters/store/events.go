@@ -75,7 +75,8 @@ const positionBatch = 5000
 // once (one transaction), so a reader never sees N+2 without N+1.
 func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
 	var pending int64
-	if err := s.db.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM events WHERE seq IS NULL LIMIT 1) AS p").Scan(&pending).Error; err != nil {
+	if err := s.db.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM events WHERE seq IS NULL AND type <> ? LIMIT 1) AS p",
+		string(domain.EventWebhookPing)).Scan(&pending).Error; err != nil {
 		return 0, fmt.Errorf("store: position events: %w", err)
 	}
 	if pending == 0 {
@@ -97,8 +98,8 @@ func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
 		}
 		res := s.db.conn(ctx).Exec(`UPDATE events SET seq = ? + next.n
 FROM (SELECT id, row_number() OVER (ORDER BY ord) AS n
-      FROM (SELECT id, `+order+` AS ord FROM events WHERE seq IS NULL ORDER BY `+order+` LIMIT ?) AS oldest) AS next
-WHERE events.id = next.id`, last, positionBatch)
+      FROM (SELECT id, `+order+` AS ord FROM events WHERE seq IS NULL AND type <> ? ORDER BY `+order+` LIMIT ?) AS oldest) AS next
+WHERE events.id = next.id`, last, string(domain.EventWebhookPing), positionBatch)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -136,6 +137,9 @@ func (s *EventStore) ListEvents(ctx context.Context, f ports.EventFilter) ([]dom
 	}
 	if f.ProjectIDs != nil {
 		q = q.Where("project_id IN ?", append([]string{""}, f.ProjectIDs...)) // never an empty IN list
+	}
+	if f.ProjectsOnly {
+		q = q.Where("project_id IS NOT NULL")
 	}
 	var rows []eventRow
 	if err := q.Order("seq").Limit(f.Limit).Find(&rows).Error; err != nil {

@@ -21,6 +21,11 @@ type webhookRow struct {
 	Secret                  string         `gorm:"column:secret"`
 	PreviousSecret          sql.NullString `gorm:"column:previous_secret"`
 	PreviousSecretExpiresAt NullTime       `gorm:"column:previous_secret_expires_at"`
+	Headers                 string         `gorm:"column:headers"`
+	DisabledReason          sql.NullString `gorm:"column:disabled_reason"`
+	DisabledAt              NullTime       `gorm:"column:disabled_at"`
+	FailingSince            NullTime       `gorm:"column:failing_since"`
+	FailedAttempts          int            `gorm:"column:failed_attempts"`
 	CreatedAt               Time           `gorm:"column:created_at"`
 	UpdatedAt               Time           `gorm:"column:updated_at"`
 }
@@ -34,8 +39,18 @@ func (db *DB) webhookToRow(w domain.Webhook) (webhookRow, error) {
 	if err != nil {
 		return webhookRow{}, fmt.Errorf("store: encode webhook events: %w", err)
 	}
+	headers := w.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	hs, err := json.Marshal(headers)
+	if err != nil {
+		return webhookRow{}, fmt.Errorf("store: encode webhook headers: %w", err)
+	}
 	return webhookRow{
 		ID: w.ID, WorkspaceID: w.WorkspaceID, URL: w.URL, Events: string(evs), Active: w.Active,
+		Headers: string(hs), DisabledReason: sql.NullString{String: string(w.DisabledReason), Valid: w.DisabledReason != ""},
+		DisabledAt: NullTimeOf(w.DisabledAt), FailingSince: NullTimeOf(w.FailingSince), FailedAttempts: w.FailedAttempts,
 		Secret:                  db.secrets.SealString(w.Secret, w.ID),
 		PreviousSecret:          sql.NullString{String: db.secrets.SealString(w.PreviousSecret, w.ID), Valid: w.PreviousSecret != ""},
 		PreviousSecretExpiresAt: NullTimeOf(w.PreviousSecretExpiresAt),
@@ -55,12 +70,18 @@ func (db *DB) webhookFromRow(r webhookRow) (domain.Webhook, error) {
 	if err != nil {
 		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
 	}
+	var headers map[string]string
+	if err := json.Unmarshal([]byte(r.Headers), &headers); err != nil {
+		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad headers: %w", r.ID, err)
+	}
 	secret, previous, err := db.openSecrets(r.ID, r.Secret, r.PreviousSecret.String)
 	if err != nil {
 		return domain.Webhook{}, err
 	}
 	return domain.RestoreWebhook(domain.Webhook{
-		ID: r.ID, WorkspaceID: r.WorkspaceID, URL: r.URL, Events: evs, Active: r.Active,
+		ID: r.ID, WorkspaceID: r.WorkspaceID, URL: r.URL, Events: evs, Active: r.Active, Headers: headers,
+		DisabledReason: domain.DisabledReason(r.DisabledReason.String), DisabledAt: r.DisabledAt.Ptr(),
+		FailingSince: r.FailingSince.Ptr(), FailedAttempts: r.FailedAttempts,
 		Secret: secret, PreviousSecret: previous, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt.Ptr(),
 		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
 	})
@@ -191,6 +212,8 @@ func (s *WebhookStore) UpdateWebhook(ctx context.Context, w domain.Webhook) erro
 		Updates(map[string]any{
 			"url": row.URL, "events": row.Events, "active": row.Active, "secret": row.Secret,
 			"previous_secret": row.PreviousSecret, "previous_secret_expires_at": row.PreviousSecretExpiresAt,
+			"headers": row.Headers, "disabled_reason": row.DisabledReason, "disabled_at": row.DisabledAt,
+			"failing_since": row.FailingSince, "failed_attempts": row.FailedAttempts,
 			"updated_at": row.UpdatedAt,
 		})
 	if res.Error != nil {

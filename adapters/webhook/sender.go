@@ -175,6 +175,9 @@ func (s *Sender) Send(ctx context.Context, a ports.WebhookAttempt) domain.Attemp
 	if err != nil {
 		return domain.AttemptResult{Err: clip("invalid webhook URL: " + err.Error())}
 	}
+	for name, value := range a.Headers {
+		req.Header.Set(name, value) // the service's own below cannot be among them
+	}
 	req.Header["Content-Type"] = []string{"application/json"}
 	req.Header["User-Agent"] = []string{UserAgent}
 	req.Header[HeaderSignature] = []string{Sign(a.Secret, a.Body)}

@@ -9,14 +9,19 @@ import (
 )
 
 // Webhook is the Webhook object; the secret is never part of it.
+// disabled_reason and disabled_at are null while it is active; headers are
+// the receiver's configuration, shown as given.
 type Webhook struct {
-	ID        string   `json:"id"`
-	Object    string   `json:"object"`
-	URL       string   `json:"url"`
-	Events    []string `json:"events"`
-	Active    bool     `json:"active"`
-	CreatedAt string   `json:"created_at"`
-	UpdatedAt string   `json:"updated_at"`
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	URL            string            `json:"url"`
+	Events         []string          `json:"events"`
+	Active         bool              `json:"active"`
+	Headers        map[string]string `json:"headers"`
+	DisabledReason *string           `json:"disabled_reason"`
+	DisabledAt     *string           `json:"disabled_at"`
+	CreatedAt      string            `json:"created_at"`
+	UpdatedAt      string            `json:"updated_at"`
 }
 
 // FromWebhook renders a webhook without its secret.
@@ -25,10 +30,47 @@ func FromWebhook(w domain.Webhook) Webhook {
 	for i, e := range w.Events {
 		evs[i] = string(e)
 	}
-	return Webhook{
-		ID: w.ID, Object: "webhook", URL: w.URL, Events: evs, Active: w.Active,
-		CreatedAt: Time(w.CreatedAt), UpdatedAt: Time(w.UpdatedAt),
+	headers := w.Headers
+	if headers == nil {
+		headers = map[string]string{}
 	}
+	out := Webhook{
+		ID: w.ID, Object: "webhook", URL: w.URL, Events: evs, Active: w.Active, Headers: headers,
+		DisabledAt: TimePtr(w.DisabledAt), CreatedAt: Time(w.CreatedAt), UpdatedAt: Time(w.UpdatedAt),
+	}
+	if w.DisabledReason != "" {
+		r := string(w.DisabledReason)
+		out.DisabledReason = &r
+	}
+	return out
+}
+
+// Webhook reads the Webhook object back (an event's data), without a
+// secret: the webhook as the event shows it.
+func (w Webhook) Webhook(workspaceID string) (domain.Webhook, error) {
+	evs := make([]domain.EventType, len(w.Events))
+	for i, e := range w.Events {
+		evs[i] = domain.EventType(e)
+	}
+	out := domain.Webhook{ID: w.ID, WorkspaceID: workspaceID, URL: w.URL, Events: evs, Active: w.Active, Headers: w.Headers}
+	if w.DisabledReason != nil {
+		out.DisabledReason = domain.DisabledReason(*w.DisabledReason)
+	}
+	if w.DisabledAt != nil {
+		at, err := parseTime("disabled_at", *w.DisabledAt)
+		if err != nil {
+			return domain.Webhook{}, err
+		}
+		out.DisabledAt = &at
+	}
+	var err error
+	if out.CreatedAt, err = parseTime("created_at", w.CreatedAt); err != nil {
+		return domain.Webhook{}, err
+	}
+	if out.UpdatedAt, err = parseTime("updated_at", w.UpdatedAt); err != nil {
+		return domain.Webhook{}, err
+	}
+	return out, nil
 }
 
 // WebhookWithSecret is the Webhook object plus its signing secret: the
@@ -96,6 +138,8 @@ func (Payloads) RenderEvent(e domain.Event) ([]byte, error) {
 		out.Data = FromTask(v)
 	case domain.Project:
 		out.Data = FromProject(v)
+	case domain.Webhook:
+		out.Data = FromWebhook(v)
 	default:
 		return nil, fmt.Errorf("wire: no payload for %T data", e.Data)
 	}

@@ -69,7 +69,7 @@ func TestRenderRefusesUnknownData(t *testing.T) {
 func TestWebhookShapes(t *testing.T) {
 	w := domain.Webhook{ID: "whk_1", URL: "https://x.test/h", Events: []domain.EventType{domain.EventTaskCreated}, Active: true, Secret: "whsec_s", CreatedAt: at, UpdatedAt: at}
 	plain, _ := json.Marshal(wire.FromWebhook(w))
-	if string(plain) != `{"id":"whk_1","object":"webhook","url":"https://x.test/h","events":["task.created"],"active":true,"created_at":"2026-03-01T09:00:00.123456Z","updated_at":"2026-03-01T09:00:00.123456Z"}` {
+	if string(plain) != `{"id":"whk_1","object":"webhook","url":"https://x.test/h","events":["task.created"],"active":true,"headers":{},"disabled_reason":null,"disabled_at":null,"created_at":"2026-03-01T09:00:00.123456Z","updated_at":"2026-03-01T09:00:00.123456Z"}` {
 		t.Fatalf("webhook: %s", plain)
 	}
 	withSecret, _ := json.Marshal(wire.FromWebhookWithSecret(w))

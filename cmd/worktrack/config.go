@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/worktrack/worktrack/adapters/secretbox"
+	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/server"
 )
 
@@ -33,6 +34,9 @@ type Config struct {
 	WebhookBackoffMax   time.Duration
 	WebhookRetryWindow  time.Duration
 	WebhookAllowPrivate bool
+	// WebhookDisableAfter: a webhook whose attempts have all failed this
+	// long (at least 10 of them) is disabled.
+	WebhookDisableAfter time.Duration
 	BootstrapEmail      string
 	// GraphQLComplexity and GraphQLDepth refuse GraphQL operations
 	// that are too costly or too deeply nested, before they run.
@@ -75,6 +79,8 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_WEBHOOK_BACKOFF_MAX     cap on one retry delay (default 2h)
   WORKTRACK_WEBHOOK_RETRY_WINDOW    no attempt starts later than this after the event (default 24h)
   WORKTRACK_WEBHOOK_ALLOW_PRIVATE   allow webhook URLs on loopback/private addresses (default false)
+  WORKTRACK_WEBHOOK_DISABLE_AFTER   disable a webhook whose attempts (10 at least) have all failed this long
+                                    (default 72h; not shorter than the retry window)
   WORKTRACK_BOOTSTRAP_EMAIL         email of the first admin (default admin@example.com)
   WORKTRACK_GRAPHQL_MAX_COMPLEXITY  GraphQL operations costlier than this are refused, and no more than
                                     this much complexity executes at once (default 25000)
@@ -224,6 +230,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		WebhookBackoffMax:   e.duration("WORKTRACK_WEBHOOK_BACKOFF_MAX", 2*time.Hour),
 		WebhookRetryWindow:  e.duration("WORKTRACK_WEBHOOK_RETRY_WINDOW", 24*time.Hour),
 		WebhookAllowPrivate: e.boolean("WORKTRACK_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookDisableAfter: e.duration("WORKTRACK_WEBHOOK_DISABLE_AFTER", domain.DefaultDisableAfter),
 		BootstrapEmail:      e.str("WORKTRACK_BOOTSTRAP_EMAIL", "admin@example.com"),
 		GraphQLComplexity:   e.positiveInt("WORKTRACK_GRAPHQL_MAX_COMPLEXITY", server.DefaultMaxComplexity),
 		GraphQLDepth:        e.positiveInt("WORKTRACK_GRAPHQL_MAX_DEPTH", server.DefaultMaxDepth),
@@ -247,6 +254,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.EventRetention < c.WebhookRetryWindow {
 		return c, &configError{"WORKTRACK_EVENT_RETENTION", "must not be shorter than WORKTRACK_WEBHOOK_RETRY_WINDOW (an event must outlive its deliveries' retries)"}
+	}
+	if c.WebhookDisableAfter < c.WebhookRetryWindow {
+		return c, &configError{"WORKTRACK_WEBHOOK_DISABLE_AFTER", "must not be shorter than WORKTRACK_WEBHOOK_RETRY_WINDOW (a webhook is disabled only after a whole retry window of failures)"}
 	}
 	if c.WebhookBackoffBase > c.WebhookBackoffMax {
 		return c, &configError{"WORKTRACK_WEBHOOK_BACKOFF_BASE", "must not exceed WORKTRACK_WEBHOOK_BACKOFF_MAX"}

@@ -42,13 +42,14 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 	}
 	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate})
 	deps := a.DispatcherDeps(sender, ddb)
-	deps.Tx, deps.Deliveries, deps.Webhooks = ddb, ddb.Deliveries(), ddb.Webhooks()
+	deps.Tx, deps.Deliveries, deps.Webhooks, deps.EventLog = ddb, ddb.Deliveries(), ddb.Webhooks(), ddb.Events()
 	d := app.NewDispatcher(deps, app.DispatcherOptions{
 		Policy: domain.RetryPolicy{
 			Base: cfg.WebhookBackoffBase, Max: cfg.WebhookBackoffMax, Window: cfg.WebhookRetryWindow,
 			Jitter: domain.EqualJitter,
 		},
-		Timeout: cfg.WebhookTimeout,
+		Timeout:      cfg.WebhookTimeout,
+		DisableAfter: cfg.WebhookDisableAfter,
 		// A few milliseconds of the first attempt's latency buy one claim
 		// per burst of commits instead of one per commit.
 		Coalesce:  dispatchCoalesce,

@@ -57,6 +57,10 @@ type App struct {
 	webhooks   ports.WebhookStore
 	deliveries ports.DeliveryStore
 	wake       *Signal // wakes this process's dispatchers after a commit
+	eventLog   ports.EventStore
+	payloads   ports.PayloadRenderer
+	ids        ports.IDGenerator
+	logged     *Signal // wakes the live feed after events commit
 }
 
 // Options tune the services; zero values take the defaults.
@@ -103,11 +107,12 @@ func New(d Deps, o Options) *App {
 		}, auth),
 		Webhooks: NewWebhooks(WebhooksDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
-			Addresses: d.Addresses, Wake: wake,
+			Addresses: d.Addresses, Wake: wake, EventLog: d.EventLog, Payloads: d.Payloads,
 		}),
 		Events: NewEvents(EventsDeps{Log: d.EventLog, Projects: d.Projects, Clock: d.Clock}),
 		Live:   NewLive(LiveDeps{Log: d.EventLog, Projects: d.Projects, Watch: d.EventWatch}, logged, o.Live),
 		tx:     tx, clock: d.Clock, webhooks: d.Webhooks, deliveries: d.Deliveries, wake: wake,
+		eventLog: d.EventLog, payloads: d.Payloads, ids: d.IDs, logged: logged,
 	}
 }
 

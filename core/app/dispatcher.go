@@ -49,6 +49,10 @@ type DispatcherOptions struct {
 	Owner string
 	// Logger reports failures to reach the database. Default slog.Default().
 	Logger *slog.Logger
+	// DisableAfter is how long every attempt to a webhook must have failed
+	// (with at least domain.MinFailedAttempts of them) before it is
+	// disabled: WORKTRACK_WEBHOOK_DISABLE_AFTER. Default 72h.
+	DisableAfter time.Duration
 	// OnAttempt, when set, is told of every attempt's outcome: the
 	// delivery as the attempt left it (succeeded, failed for good, or
 	// pending with a retry scheduled). Metrics count them.
@@ -74,7 +78,10 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	// finishes carries attempt outcomes to the one goroutine that writes
 	// them, many per statement (finishLoop).
-	finishes chan domain.Delivery
+	finishes chan domain.Outcome
+	// events records the webhook.disabled events, over the dispatcher's
+	// own stores.
+	events *outbox
 }
 
 // maxFinishBatch bounds the outcomes written by one statement.
@@ -97,6 +104,13 @@ type DispatcherDeps struct {
 	// tests can run the schedule on a fake clock.
 	Clock ports.Clock
 	After func(time.Duration) <-chan time.Time
+	// EventLog, Payloads and IDs record the webhook.disabled event of a
+	// webhook it disables, in the transaction that disables it (Logged
+	// wakes the live feed after it commits).
+	EventLog ports.EventStore
+	Payloads ports.PayloadRenderer
+	IDs      ports.IDGenerator
+	Logged   *Signal
 }
 
 // DispatcherDeps are the ports of a dispatcher over this app's stores,
@@ -109,6 +123,7 @@ func (a *App) DispatcherDeps(sender ports.WebhookSender, watcher ports.DeliveryW
 	return DispatcherDeps{
 		Tx: a.tx, Deliveries: a.deliveries, Webhooks: a.webhooks, Sender: sender, Watcher: watcher,
 		Wake: a.wake, Clock: a.clock, After: time.After,
+		EventLog: a.eventLog, Payloads: a.payloads, IDs: a.ids, Logged: a.logged,
 	}
 }
 
@@ -116,10 +131,13 @@ func (a *App) DispatcherDeps(sender ports.WebhookSender, watcher ports.DeliveryW
 func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 	mustHave(map[string]any{
 		"Tx": d.Tx, "Deliveries": d.Deliveries, "Webhooks": d.Webhooks, "Sender": d.Sender,
-		"Watcher": d.Watcher, "Clock": d.Clock,
+		"Watcher": d.Watcher, "Clock": d.Clock, "EventLog": d.EventLog, "Payloads": d.Payloads, "IDs": d.IDs,
 	})
-	if d.Wake == nil {
-		panic("app: the dispatcher needs Wake")
+	if d.Wake == nil || d.Logged == nil {
+		panic("app: the dispatcher needs Wake and Logged")
+	}
+	if o.DisableAfter <= 0 {
+		o.DisableAfter = domain.DefaultDisableAfter
 	}
 	if d.After == nil {
 		d.After = time.After
@@ -150,7 +168,11 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 	}
 	return &Dispatcher{
 		d: d, opts: o, log: o.Logger, adm: newAdmission(o.Workers, o.PerWebhook, o.PerWorkspace), freed: make(chan struct{}, 1),
-		finishes: make(chan domain.Delivery, o.Workers),
+		finishes: make(chan domain.Outcome, o.Workers),
+		events: &outbox{
+			ids: d.IDs, webhooks: d.Webhooks, events: d.EventLog, deliveries: d.Deliveries,
+			payloads: d.Payloads, wake: d.Wake, logged: d.Logged,
+		},
 	}
 }
 
@@ -301,7 +323,7 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 		secrets := domain.SigningSecrets(c.Secret, c.PreviousSecret, c.PreviousSecretExpiresAt, x.d.Clock.Now())
 		a := ports.WebhookAttempt{
 			URL: c.URL, Secret: secrets[0], EventID: d.EventID, EventType: d.EventType,
-			Attempt: d.Attempts + 1, Body: c.Payload,
+			Attempt: d.Attempts + 1, Body: c.Payload, Headers: c.Headers,
 		}
 		if len(secrets) > 1 {
 			a.PreviousSecret = secrets[1]

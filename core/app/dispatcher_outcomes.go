@@ -8,16 +8,24 @@ import (
 )
 
 // record hands an outcome over to be written. The common outcome goes to
-// finishLoop, which writes many per statement; a 410 (deactivate the
-// webhook, fail its other pending deliveries) is written here, in a
-// transaction of its own.
+// finishLoop, which writes many per statement; a 410 (disable the webhook,
+// fail its other pending deliveries, tell the workspace) is written here,
+// in a transaction of its own.
 func (x *Dispatcher) record(ctx context.Context, out domain.Outcome) {
 	if !out.DeactivateWebhook {
-		x.finishes <- out.Delivery
+		x.finishes <- out
 		return
 	}
 	d := out.Delivery
-	err := x.retryWrite(ctx, func(ctx context.Context) error { return x.deactivate(ctx, d) })
+	err := x.retryWrite(ctx, func(ctx context.Context) error {
+		return x.d.Tx.InTx(ctx, func(ctx context.Context) error {
+			ok, err := x.d.Deliveries.FinishDelivery(ctx, d, x.opts.Owner)
+			if err != nil || !ok {
+				return err
+			}
+			return x.disable(ctx, d.WorkspaceID, d.WebhookID, domain.DisabledGone, nil)
+		})
+	})
 	if err != nil {
 		x.log.Error("webhook dispatcher: recording an attempt failed; it will be retried when its lease lapses",
 			"delivery_id", d.ID, "error", err.Error())
@@ -28,16 +36,16 @@ func (x *Dispatcher) record(ctx context.Context, out domain.Outcome) {
 // has queued up while the previous statement ran goes into the next one,
 // so that the statements per second stay few however many attempts end.
 func (x *Dispatcher) finishLoop(ctx context.Context) {
-	for d := range x.finishes {
-		batch := []domain.Delivery{d}
+	for o := range x.finishes {
+		batch := []domain.Outcome{o}
 	more:
 		for len(batch) < maxFinishBatch {
 			select {
-			case d, ok := <-x.finishes:
+			case o, ok := <-x.finishes:
 				if !ok {
 					break more
 				}
-				batch = append(batch, d)
+				batch = append(batch, o)
 			default:
 				break more
 			}
@@ -46,12 +54,16 @@ func (x *Dispatcher) finishLoop(ctx context.Context) {
 	}
 }
 
-// finish writes a batch of outcomes and schedules the retries among them.
-// A failed write (a broken connection, a database restarting) is retried:
-// left to the lease, the attempt would be sent again although it was made.
-func (x *Dispatcher) finish(ctx context.Context, batch []domain.Delivery) {
+// finish writes a batch of outcomes, schedules the retries among them, and
+// disables the webhooks whose failure span the batch carried past the
+// limit. A failed write (a broken connection, a database restarting) is
+// retried: left to the lease, the attempt would be sent again although it
+// was made.
+func (x *Dispatcher) finish(ctx context.Context, batch []domain.Outcome) {
+	var spans []domain.FailureSpan
 	err := x.retryWrite(ctx, func(ctx context.Context) error {
-		_, err := x.d.Deliveries.FinishDeliveries(ctx, x.opts.Owner, batch)
+		var err error
+		_, spans, err = x.d.Deliveries.FinishDeliveries(ctx, x.opts.Owner, batch)
 		return err
 	})
 	if err != nil {
@@ -61,8 +73,8 @@ func (x *Dispatcher) finish(ctx context.Context, batch []domain.Delivery) {
 	}
 	retries := false
 	x.mu.Lock()
-	for _, d := range batch {
-		if d.Status == domain.DeliveryPending && d.NextAttemptAt != nil {
+	for _, o := range batch {
+		if d := o.Delivery; d.Status == domain.DeliveryPending && d.NextAttemptAt != nil {
 			x.retries.add(*d.NextAttemptAt)
 			retries = true
 		}
@@ -72,6 +84,60 @@ func (x *Dispatcher) finish(ctx context.Context, batch []domain.Delivery) {
 		// The claim loop may be asleep until the poll: let it see them.
 		x.nudge()
 	}
+	now := x.d.Clock.Now()
+	for _, span := range spans {
+		if span.Disables(now, x.opts.DisableAfter) {
+			x.disableFailing(ctx, span)
+		}
+	}
+}
+
+// disableFailing disables a webhook whose attempts have all failed for
+// DisableAfter, once: the row is read again under its lock, so that of two
+// processes deciding at once, one disables it and emits the event.
+func (x *Dispatcher) disableFailing(ctx context.Context, span domain.FailureSpan) {
+	err := x.retryWrite(ctx, func(ctx context.Context) error {
+		return x.d.Tx.InTx(ctx, func(ctx context.Context) error {
+			return x.disable(ctx, span.WorkspaceID, span.WebhookID, domain.DisabledFailing, func(w domain.Webhook) bool {
+				locked := domain.FailureSpan{Active: w.Active, FailingSince: w.FailingSince, FailedAttempts: w.FailedAttempts}
+				return locked.Disables(x.d.Clock.Now(), x.opts.DisableAfter)
+			})
+		})
+	})
+	if err != nil {
+		x.log.Error("webhook dispatcher: disabling a failing webhook failed; the next failed attempt tries again",
+			"webhook_id", span.WebhookID, "error", err.Error())
+	}
+}
+
+// disable turns a webhook off for reason, inside the caller's transaction,
+// when it is still active (and still qualifies by check, when given): its
+// pending deliveries fail, and a webhook.disabled event goes to the event
+// log, the subscriptions and the workspace's other webhooks that take it.
+func (x *Dispatcher) disable(ctx context.Context, workspaceID, webhookID string, reason domain.DisabledReason, check func(domain.Webhook) bool) error {
+	w, err := x.d.Webhooks.FindWebhookByIDForUpdate(ctx, workspaceID, webhookID)
+	if domain.IsCode(err, domain.CodeNotFound) {
+		return nil // deleted meanwhile
+	}
+	if err != nil || (check != nil && !check(w)) {
+		return err
+	}
+	next, changed := w.Disable(reason, x.d.Clock.Now())
+	if !changed {
+		return nil
+	}
+	if err := x.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
+		return err
+	}
+	why := "The receiver answered 410 Gone; the webhook was disabled."
+	if reason == domain.DisabledFailing {
+		why = "Every attempt failed for " + x.opts.DisableAfter.String() + "; the webhook was disabled."
+	}
+	if _, err := x.d.Deliveries.FailPendingDeliveries(ctx, workspaceID, webhookID, why); err != nil {
+		return err
+	}
+	x.log.Warn("webhook disabled", "webhook_id", webhookID, "workspace_id", workspaceID, "reason", string(reason))
+	return x.events.RecordEvent(ctx, newEvent(x.d.IDs, x.d.Clock, workspaceID, domain.EventWebhookDisabled, withoutSecret(next), nil))
 }
 
 // retryWrite runs write until it succeeds, for at most half the lease
@@ -99,31 +165,6 @@ func (x *Dispatcher) nudge() {
 	case x.freed <- struct{}{}:
 	default:
 	}
-}
-
-// deactivate records a 410: the delivery's outcome, the webhook set
-// inactive and its other pending deliveries failed, in one transaction.
-func (x *Dispatcher) deactivate(ctx context.Context, d domain.Delivery) error {
-	return x.d.Tx.InTx(ctx, func(ctx context.Context) error {
-		ok, err := x.d.Deliveries.FinishDelivery(ctx, d, x.opts.Owner)
-		if err != nil || !ok {
-			return err
-		}
-		w, err := x.d.Webhooks.FindWebhookByIDForUpdate(ctx, d.WorkspaceID, d.WebhookID)
-		if err != nil {
-			return err
-		}
-		next, changed, err := w.Apply(domain.WebhookFields{Active: domain.Set(false)}, x.d.Clock.Now())
-		if err != nil || !changed {
-			return err
-		}
-		if err := x.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
-			return err
-		}
-		_, err = x.d.Deliveries.FailPendingDeliveries(ctx, d.WorkspaceID, d.WebhookID,
-			"The receiver answered 410 Gone; the webhook was deactivated.")
-		return err
-	})
 }
 
 // done frees the worker and the webhook's slot, and wakes the claim loop.

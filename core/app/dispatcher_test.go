@@ -153,7 +153,7 @@ func (s *fakeDeliveries) FinishDelivery(_ context.Context, d domain.Delivery, _ 
 	return true, nil
 }
 
-func (s *fakeDeliveries) FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error) {
+func (s *fakeDeliveries) FinishDeliveries(ctx context.Context, owner string, outs []domain.Outcome) (int64, []domain.FailureSpan, error) {
 	s.mu.Lock()
 	s.finishCalls++
 	fail := s.finishFailures > 0
@@ -162,14 +162,14 @@ func (s *fakeDeliveries) FinishDeliveries(ctx context.Context, owner string, ds 
 	}
 	s.mu.Unlock()
 	if fail {
-		return 0, errors.New("driver: bad connection")
+		return 0, nil, errors.New("driver: bad connection")
 	}
-	for _, d := range ds {
-		if _, err := s.FinishDelivery(ctx, d, owner); err != nil {
-			return 0, err
+	for _, o := range outs {
+		if _, err := s.FinishDelivery(ctx, o.Delivery, owner); err != nil {
+			return 0, nil, err
 		}
 	}
-	return int64(len(ds)), nil
+	return int64(len(outs)), nil, nil
 }
 
 func (s *fakeDeliveries) ReleaseDeliveries(_ context.Context, _ string, ids []string) error {
@@ -189,7 +189,7 @@ func (s *fakeDeliveries) FailPendingDeliveries(_ context.Context, _, webhookID, 
 	var n int64
 	for _, row := range s.rows {
 		if row.d.WebhookID == webhookID && row.d.Status == domain.DeliveryPending {
-			row.d = row.d.Fail(reason)
+			row.d, row.leased = row.d.Fail(reason), false
 			n++
 		}
 	}
@@ -233,6 +233,37 @@ func (s *fakeWebhooks) UpdateWebhook(_ context.Context, w domain.Webhook) error 
 	s.hooks[w.ID] = w
 	return nil
 }
+
+func (s *fakeWebhooks) FindSubscribedWebhooks(_ context.Context, workspaceID string, t domain.EventType) ([]domain.Webhook, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []domain.Webhook
+	for _, w := range s.hooks {
+		if w.WorkspaceID == workspaceID && w.Active && w.Subscribes(t) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// fakeEventLog records the events the dispatcher logs.
+type fakeEventLog struct {
+	ports.EventStore
+
+	mu     sync.Mutex
+	events []domain.Event
+}
+
+func (l *fakeEventLog) CreateEvent(_ context.Context, e domain.Event, _ []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+	return nil
+}
+
+type fakePayloads struct{}
+
+func (fakePayloads) RenderEvent(domain.Event) ([]byte, error) { return []byte(`{}`), nil }
 
 type fakeTx struct{}
 
@@ -310,12 +341,13 @@ type dispatchRig struct {
 	store    *fakeDeliveries
 	webhooks *fakeWebhooks
 	sender   *fakeSender
+	events   *fakeEventLog
 }
 
 func newRig() *dispatchRig {
 	return &dispatchRig{
 		clock: newFakeClock(), store: newFakeDeliveries(), sender: newFakeSender(),
-		webhooks: &fakeWebhooks{hooks: map[string]domain.Webhook{}},
+		webhooks: &fakeWebhooks{hooks: map[string]domain.Webhook{}}, events: &fakeEventLog{},
 	}
 }
 
@@ -331,6 +363,7 @@ func (r *dispatchRig) run(t *testing.T, o app.DispatcherOptions) (stop func() <-
 	d := app.NewDispatcher(app.DispatcherDeps{
 		Tx: fakeTx{}, Deliveries: r.store, Webhooks: r.webhooks, Sender: r.sender, Watcher: silentWatcher{},
 		Wake: app.NewSignal(), Clock: r.clock, After: r.clock.After,
+		EventLog: r.events, Payloads: fakePayloads{}, IDs: app.RandomIDs{}, Logged: app.NewSignal(),
 	}, o)
 	r.d = d
 	ctx, cancel := context.WithCancel(context.Background())
@@ -538,10 +571,16 @@ func TestDispatcherDeactivatesOnGone(t *testing.T) {
 		t.Fatalf("the other pending delivery: %+v", d)
 	}
 	r.webhooks.mu.Lock()
-	active := r.webhooks.hooks["whk_gone"].Active
+	gone := r.webhooks.hooks["whk_gone"]
 	r.webhooks.mu.Unlock()
-	if active {
-		t.Fatal("the webhook is still active after a 410")
+	if gone.Active || gone.DisabledReason != domain.DisabledGone || gone.DisabledAt == nil {
+		t.Fatalf("after a 410 the webhook must be disabled as gone: %+v", gone)
+	}
+	r.events.mu.Lock()
+	events := r.events.events
+	r.events.mu.Unlock()
+	if len(events) != 1 || events[0].Type != domain.EventWebhookDisabled || events[0].Data.(domain.Webhook).Secret != "" {
+		t.Fatalf("want one webhook.disabled event without the secret, got %+v", events)
 	}
 	if n := len(r.sender.started); n != 1 {
 		t.Fatalf("%d attempts, want 1", n)

@@ -109,7 +109,10 @@ func (s *Events) List(ctx context.Context, a domain.Actor, r EventListRequest) (
 	if err != nil {
 		return none, err
 	}
-	f := ports.EventFilter{WorkspaceID: a.WorkspaceID, Limit: k.Rows(), Types: types, ProjectID: project, ProjectIDs: a.ProjectIDs}
+	f := ports.EventFilter{
+		WorkspaceID: a.WorkspaceID, Limit: k.Rows(), Types: types, ProjectID: project, ProjectIDs: a.ProjectIDs,
+		ProjectsOnly: !a.SeesWorkspaceEvents(),
+	}
 	if _, err := s.d.Log.PositionEvents(ctx); err != nil {
 		return none, err
 	}
@@ -151,7 +154,7 @@ func (s *Events) find(ctx context.Context, a domain.Actor, id string) (domain.Lo
 		return domain.LoggedEvent{}, domain.NotFound("event", id)
 	}
 	e, err := s.d.Log.FindEvent(ctx, a.WorkspaceID, id)
-	if err == nil && !a.SeesProject(e.ProjectID) {
+	if err == nil && !a.SeesEvent(e.ProjectID) {
 		return domain.LoggedEvent{}, domain.NotFound("event", id)
 	}
 	return e, err

@@ -132,7 +132,7 @@ type subscriber struct {
 }
 
 func (s *subscriber) matches(e *domain.LoggedEvent) bool {
-	if e.WorkspaceID != s.workspaceID || !s.actor.SeesProject(e.ProjectID) {
+	if e.WorkspaceID != s.workspaceID || !s.actor.SeesEvent(e.ProjectID) {
 		return false
 	}
 	if len(s.types) > 0 && !slices.Contains(s.types, e.Type) {
@@ -197,7 +197,7 @@ func (l *Live) start(ctx context.Context, a domain.Actor, r SubscribeRequest) (i
 		}
 		return 0, err
 	}
-	if !a.SeesProject(e.ProjectID) {
+	if !a.SeesEvent(e.ProjectID) {
 		return 0, invalid
 	}
 	return e.Seq, nil

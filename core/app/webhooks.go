@@ -24,13 +24,17 @@ type WebhooksDeps struct {
 	Deliveries ports.DeliveryStore
 	Addresses  ports.AddressChecker
 	Wake       *Signal
+	// EventLog and Payloads store a ping's event (outside the log: it is
+	// never positioned) for its one delivery.
+	EventLog ports.EventStore
+	Payloads ports.PayloadRenderer
 }
 
 // NewWebhooks makes the webhook use cases.
 func NewWebhooks(d WebhooksDeps) *Webhooks {
 	mustHave(map[string]any{
 		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Webhooks": d.Webhooks, "Deliveries": d.Deliveries,
-		"Addresses": d.Addresses,
+		"Addresses": d.Addresses, "EventLog": d.EventLog, "Payloads": d.Payloads,
 	})
 	if d.Wake == nil {
 		panic("app: missing Wake")
@@ -276,6 +280,41 @@ func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, del
 		return nil
 	})
 	return out, err
+}
+
+// Ping queues one delivery of a webhook.ping event (data: the webhook) to
+// the webhook alone, signed and retried like any other, and returns it. It
+// works on an inactive webhook, to check a fix before enabling it again.
+// The ping's event is not in the event log.
+func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.Delivery, error) {
+	if err := allowWebhooks(a, domain.ScopeWebhooksWrite); err != nil {
+		return domain.Delivery{}, err
+	}
+	if !domain.IsID(id, domain.PrefixWebhook) {
+		return domain.Delivery{}, domain.NotFound("webhook", id)
+	}
+	var d domain.Delivery
+	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		w, err := s.d.Webhooks.FindWebhookByID(ctx, a.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		e := newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, domain.EventWebhookPing, withoutSecret(w), nil)
+		payload, err := s.d.Payloads.RenderEvent(e)
+		if err != nil {
+			return err
+		}
+		if err := s.d.EventLog.CreateEvent(ctx, e, payload); err != nil {
+			return err
+		}
+		d = domain.NewDelivery(s.d.IDs.NewID(domain.PrefixDelivery), w, e)
+		if err := s.d.Deliveries.CreateDeliveries(ctx, []domain.Delivery{d}); err != nil {
+			return err
+		}
+		afterCommit(ctx, s.d.Wake.Notify)
+		return nil
+	})
+	return d, err
 }
 
 func withoutSecret(w domain.Webhook) domain.Webhook {

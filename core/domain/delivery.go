@@ -119,9 +119,15 @@ func (r AttemptResult) Succeeded() bool { return r.StatusCode >= 200 && r.Status
 // Outcome is what the delivery state machine decided after an attempt.
 type Outcome struct {
 	Delivery Delivery
+	// Attempted: an attempt was made (false when the delivery ended without
+	// one). Attempts count in their webhook's failure span.
+	Attempted bool
 	// DeactivateWebhook is set on a 410 Gone: the receiver asked to stop.
 	DeactivateWebhook bool
 }
+
+// Succeeded reports an attempt that succeeded.
+func (o Outcome) Succeeded() bool { return o.Attempted && o.Delivery.Status == DeliverySucceeded }
 
 // RecordAttempt applies one attempt's result to a pending delivery, at now.
 func (d Delivery) RecordAttempt(r AttemptResult, now time.Time, p RetryPolicy) Outcome {
@@ -141,10 +147,10 @@ func (d Delivery) RecordAttempt(r AttemptResult, now time.Time, p RetryPolicy) O
 	switch {
 	case r.Succeeded():
 		d.Status, d.NextAttemptAt = DeliverySucceeded, nil
-		return Outcome{Delivery: d}
+		return Outcome{Delivery: d, Attempted: true}
 	case r.StatusCode == statusGone:
 		d.Status, d.NextAttemptAt = DeliveryFailed, nil
-		return Outcome{Delivery: d, DeactivateWebhook: true}
+		return Outcome{Delivery: d, Attempted: true, DeactivateWebhook: true}
 	}
 	next := now.Add(p.Backoff(d.Attempts))
 	if r.RetryAfter > 0 && (r.StatusCode == statusTooManyRequests || r.StatusCode == statusServiceUnavailable) {
@@ -154,11 +160,11 @@ func (d Delivery) RecordAttempt(r AttemptResult, now time.Time, p RetryPolicy) O
 	}
 	if next.After(d.WindowStart.Add(p.Window)) {
 		d.Status, d.NextAttemptAt = DeliveryFailed, nil
-		return Outcome{Delivery: d}
+		return Outcome{Delivery: d, Attempted: true}
 	}
 	next = Timestamp(next)
 	d.NextAttemptAt = &next
-	return Outcome{Delivery: d}
+	return Outcome{Delivery: d, Attempted: true}
 }
 
 // WindowClosed reports whether no attempt may start at now any more: the

@@ -12,10 +12,18 @@ const (
 	EventTaskDeleted    EventType = "task.deleted"
 	EventProjectCreated EventType = "project.created"
 	EventProjectUpdated EventType = "project.updated"
+	// EventWebhookDisabled: a webhook was disabled for failing, or by a
+	// 410; data is the webhook (never its secret).
+	EventWebhookDisabled EventType = "webhook.disabled"
+	// EventWebhookPing is a ping's delivery (POST /v1/webhooks/{id}/ping):
+	// sent to one webhook, never subscribed to, never in the event log.
+	EventWebhookPing EventType = "webhook.ping"
 )
 
-// EventTypes lists every event type.
-var EventTypes = []EventType{EventTaskCreated, EventTaskUpdated, EventTaskDeleted, EventProjectCreated, EventProjectUpdated}
+// EventTypes lists every event type a webhook can subscribe to.
+var EventTypes = []EventType{
+	EventTaskCreated, EventTaskUpdated, EventTaskDeleted, EventProjectCreated, EventProjectUpdated, EventWebhookDisabled,
+}
 
 // ParseEventType validates an event type name.
 func ParseEventType(param, s string) (EventType, error) {
@@ -24,7 +32,7 @@ func ParseEventType(param, s string) (EventType, error) {
 			return t, nil
 		}
 	}
-	return "", Invalid(param, "Must hold only task.created, task.updated, task.deleted, project.created or project.updated.")
+	return "", Invalid(param, "Must hold only task.created, task.updated, task.deleted, project.created, project.updated or webhook.disabled.")
 }
 
 // Event is something that happened to a task or project. Data is the Task or
@@ -40,7 +48,7 @@ type Event struct {
 }
 
 // ProjectID is the project the event concerns: the project itself, or the
-// task's project.
+// task's project; "" for a webhook's events, which concern the workspace.
 func (e Event) ProjectID() string {
 	switch d := e.Data.(type) {
 	case Task:

@@ -90,6 +90,10 @@ func RestoreWebhook(w Webhook) (Webhook, error) {
 		c.need(err == nil, "an unknown event type")
 	}
 	c.need(strings.HasPrefix(w.Secret, WebhookSecretPrefix), "a malformed secret")
+	c.need(w.Active == (w.DisabledReason == ""), "an inactive webhook without a reason, or an active one with one")
+	c.need(w.FailedAttempts >= 0, "a negative count of failed attempts")
+	_, err := ParseWebhookHeaders(w.Headers)
+	c.need(err == nil, "headers a webhook may not have")
 	c.updatedAfterCreated(w.CreatedAt, w.UpdatedAt)
 	return w, c.err
 }

@@ -18,7 +18,7 @@ func TestRestoreRefusesBrokenInvariants(t *testing.T) {
 		Status: domain.StatusOpen, CreatedAt: now, UpdatedAt: now}
 	project := domain.Project{ID: prj, WorkspaceID: ws, Name: "P", Key: "PK", CreatedAt: now, UpdatedAt: now}
 	user := domain.User{ID: usr, WorkspaceID: ws, Email: "a@x.test", Name: "A", Role: domain.RoleMember, CreatedAt: now}
-	hook := domain.Webhook{ID: domain.NewID(domain.PrefixWebhook), WorkspaceID: ws, URL: "https://x.test/h",
+	hook := domain.Webhook{ID: domain.NewID(domain.PrefixWebhook), WorkspaceID: ws, URL: "https://x.test/h", Active: true,
 		Events: []domain.EventType{domain.EventTaskCreated}, Secret: domain.NewWebhookSecret(), CreatedAt: now, UpdatedAt: now}
 	delivery := domain.Delivery{ID: domain.NewID(domain.PrefixDelivery), WorkspaceID: ws, WebhookID: hook.ID,
 		EventID: domain.NewID(domain.PrefixEvent), Status: domain.DeliveryPending, CreatedAt: now}
@@ -79,6 +79,20 @@ func TestRestoreRefusesBrokenInvariants(t *testing.T) {
 	h.Secret = "plain"
 	_, err = domain.RestoreWebhook(h)
 	check("webhook with a malformed secret", err, false)
+	h = hook
+	h.Active = false
+	_, err = domain.RestoreWebhook(h)
+	check("inactive webhook without a reason", err, false)
+	h.DisabledReason, h.DisabledAt = domain.DisabledGone, &now
+	_, err = domain.RestoreWebhook(h)
+	check("webhook disabled as gone", err, true)
+	h.Active = true
+	_, err = domain.RestoreWebhook(h)
+	check("active webhook with a reason", err, false)
+	h = hook
+	h.Headers = map[string]string{"Host": "evil.test"}
+	_, err = domain.RestoreWebhook(h)
+	check("webhook with a reserved header", err, false)
 
 	_, err = domain.RestoreDelivery(delivery)
 	check("delivery", err, true)

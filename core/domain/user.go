@@ -111,6 +111,22 @@ func (a Actor) SeesProject(id string) bool {
 	return a.ProjectIDs == nil || slices.Contains(a.ProjectIDs, id)
 }
 
+// SeesWorkspaceEvents reports whether the actor sees the events that
+// concern the workspace rather than a project (webhook.disabled): they show
+// a webhook, so they need webhooks:read and a key not restricted to
+// projects.
+func (a Actor) SeesWorkspaceEvents() bool { return !a.Restricted() && a.Can(ScopeWebhooksRead) }
+
+// SeesEvent reports whether the actor sees an event of its workspace: a
+// project's, when it sees the project; the workspace's, when
+// SeesWorkspaceEvents.
+func (a Actor) SeesEvent(projectID string) bool {
+	if projectID == "" {
+		return a.SeesWorkspaceEvents()
+	}
+	return a.SeesProject(projectID)
+}
+
 // RequireUnrestricted refuses, with insufficient_scope, a call that a key
 // restricted to projects may not make (what cannot be confined to its
 // projects: creating projects, webhooks).

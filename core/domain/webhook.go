@@ -14,15 +14,24 @@ const WebhookSecretPrefix = "whsec_"
 // a grace period, PreviousSecret also signs deliveries (a second Standard
 // Webhooks signature) until PreviousSecretExpiresAt, so that receivers can
 // switch secrets without refusing anything.
+//
+// An inactive webhook says why (DisabledReason, DisabledAt). Headers are
+// sent with every delivery. FailingSince and FailedAttempts are its run of
+// failed attempts (FailureSpan), which disables it when it lasts.
 type Webhook struct {
 	ID                      string
 	WorkspaceID             string
 	URL                     string
 	Events                  []EventType
 	Active                  bool
+	Headers                 map[string]string
+	DisabledReason          DisabledReason
+	DisabledAt              *time.Time
 	Secret                  string
 	PreviousSecret          string
 	PreviousSecretExpiresAt *time.Time
+	FailingSince            *time.Time
+	FailedAttempts          int
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
 }
@@ -62,9 +71,10 @@ func PreviousSecretGrace(param string, in Field[int64]) (time.Duration, error) {
 // unvalidated: NewWebhook takes them for a registration (url and events
 // required, active true unless given) and Webhook.Apply for a merge patch.
 type WebhookFields struct {
-	URL    Field[string]
-	Events Field[[]string]
-	Active Field[bool]
+	URL     Field[string]
+	Events  Field[[]string]
+	Active  Field[bool]
+	Headers Field[map[string]string]
 }
 
 // NewWebhook validates a webhook about to be created. Whether the URL's host
@@ -85,17 +95,25 @@ func NewWebhook(id, workspaceID string, in WebhookFields, now time.Time) (Webhoo
 	if err != nil {
 		return Webhook{}, err
 	}
-	active := true
-	if in.Active.Present {
-		if active, err = required("active", in.Active); err != nil {
+	headers := map[string]string{}
+	if in.Headers.Present {
+		if headers, err = webhookHeaders(in.Headers); err != nil {
 			return Webhook{}, err
 		}
 	}
 	now = Timestamp(now)
-	return Webhook{
-		ID: id, WorkspaceID: workspaceID, URL: u, Events: evs, Active: active,
+	w := Webhook{
+		ID: id, WorkspaceID: workspaceID, URL: u, Events: evs, Active: true, Headers: headers,
 		Secret: NewWebhookSecret(), CreatedAt: now, UpdatedAt: now,
-	}, nil
+	}
+	if in.Active.Present {
+		active, err := required("active", in.Active)
+		if err != nil {
+			return Webhook{}, err
+		}
+		w = w.setActive(active, now)
+	}
+	return w, nil
 }
 
 // ValidateWebhookURL checks the shape of a delivery URL: absolute http or
@@ -182,13 +200,21 @@ func (w Webhook) Apply(patch WebhookFields, now time.Time) (Webhook, bool, error
 		changed = changed || !sameEvents(evs, w.Events)
 		next.Events = evs
 	}
+	if patch.Headers.Present {
+		h, err := webhookHeaders(patch.Headers)
+		if err != nil {
+			return w, false, err
+		}
+		changed = changed || !sameHeaders(h, w.Headers)
+		next.Headers = h
+	}
 	if patch.Active.Present {
 		v, err := required("active", patch.Active)
 		if err != nil {
 			return w, false, err
 		}
 		changed = changed || v != w.Active
-		next.Active = v
+		next = next.setActive(v, now)
 	}
 	if !changed {
 		return w, false, nil

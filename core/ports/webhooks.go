@@ -87,7 +87,10 @@ type EventFilter struct {
 	// ProjectIDs, when not nil, keeps only the events of these projects (a
 	// key restricted to projects).
 	ProjectIDs []string
-	Limit      int // rows to return; callers ask for one more than a page
+	// ProjectsOnly leaves out the events of no project (the workspace's own,
+	// webhook.disabled), for a caller who may not see webhooks.
+	ProjectsOnly bool
+	Limit        int // rows to return; callers ask for one more than a page
 }
 
 // PayloadRenderer renders the webhook payload of an event: the public JSON
@@ -151,7 +154,9 @@ type Dispatch struct {
 	Secret                  string
 	PreviousSecret          string
 	PreviousSecretExpiresAt *time.Time
-	Payload                 []byte
+	// Headers are the webhook's custom headers, sent with every attempt.
+	Headers map[string]string
+	Payload []byte
 }
 
 // DeliveryStore persists deliveries: one row per event owed to one webhook.
@@ -184,16 +189,20 @@ type DeliveryStore interface {
 	// it wrote: false when the lease was lost or the delivery deleted.
 	FinishDelivery(ctx context.Context, d domain.Delivery, owner string) (bool, error)
 	// FinishDeliveries is FinishDelivery for many outcomes at once, in as
-	// few statements as the database allows; it reports how many it wrote
-	// (those whose lease owner still held). It may be called again with the
-	// same outcomes after an error: writing is idempotent while the lease
-	// holds.
-	FinishDeliveries(ctx context.Context, owner string, ds []domain.Delivery) (int64, error)
+	// few statements as the database allows, and reports how many it wrote
+	// (those whose lease owner still held). With them it moves the failure
+	// span of each webhook whose attempts it wrote: an attempt that
+	// succeeded ends it (and, in one batch, outweighs the failures beside
+	// it), failed attempts extend it. It returns the spans of the webhooks
+	// whose attempts failed. It may be called again with the same outcomes
+	// after an error: nothing is written twice while the lease holds.
+	FinishDeliveries(ctx context.Context, owner string, outs []domain.Outcome) (int64, []domain.FailureSpan, error)
 	// ReleaseDeliveries ends owner's leases on ids without an attempt, so
 	// that any dispatcher may claim them at once.
 	ReleaseDeliveries(ctx context.Context, owner string, ids []string) error
 	// FailPendingDeliveries fails every pending delivery of a webhook, with
-	// reason as last_error, and returns how many.
+	// reason as last_error, and returns how many. Leases end: the outcome
+	// of an attempt in flight is not written.
 	FailPendingDeliveries(ctx context.Context, workspaceID, webhookID, reason string) (int64, error)
 }
 
@@ -230,6 +239,9 @@ type WebhookAttempt struct {
 	// X-service-Delivery-Attempt.
 	Attempt int
 	Body    []byte
+	// Headers are the webhook's custom headers (domain.ParseWebhookHeaders
+	// keeps the service's own out of them).
+	Headers map[string]string
 }
 
 // WebhookSender makes one delivery attempt over HTTP: it signs and POSTs

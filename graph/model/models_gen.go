@@ -59,8 +59,10 @@ type CreateTaskInput struct {
 type CreateWebhookInput struct {
 	// Absolute http or https URL, at most 2048 characters, no user-info.
 	URL string `json:"url"`
-	// 1-5 event types; duplicates collapse.
+	// 1-6 event types; duplicates collapse.
 	Events []domain.EventType `json:"events"`
+	// At most 10, sent with every delivery.
+	Headers graphql.Omittable[[]domain.Header] `json:"headers,omitempty"`
 }
 
 type EventConnection struct {
@@ -141,7 +143,10 @@ type UpdateTaskInput struct {
 type UpdateWebhookInput struct {
 	URL    graphql.Omittable[*string]            `json:"url,omitempty"`
 	Events graphql.Omittable[[]domain.EventType] `json:"events,omitempty"`
-	Active graphql.Omittable[*bool]              `json:"active,omitempty"`
+	// false disables the webhook (disabledReason USER); true enables it again and starts a new failure span.
+	Active graphql.Omittable[*bool] `json:"active,omitempty"`
+	// Replaces every header; [] removes them.
+	Headers graphql.Omittable[[]domain.Header] `json:"headers,omitempty"`
 }
 
 type UserConnection struct {
