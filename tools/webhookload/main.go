@@ -191,8 +191,13 @@ func writeScenario(ctx context.Context, bin string, hooks int, slow bool) result
 	var recvs []*receiver
 	for i := range hooks {
 		rc := newReceiver(0)
+		// Behind a gateway that wants its own credential: the custom
+		// header is on every delivery, and the fast receivers' figures
+		// include what it costs.
+		rc.token = fmt.Sprintf("gateway-%d", i)
 		recvs = append(recvs, rc)
-		c.post("/v1/webhooks", map[string]any{"url": rc.url + fmt.Sprintf("/fast%d", i), "events": []string{"task.created"}})
+		c.post("/v1/webhooks", map[string]any{"url": rc.url + fmt.Sprintf("/fast%d", i), "events": []string{"task.created"},
+			"headers": map[string]string{"Authorization": "Bearer " + rc.token}})
 	}
 	var slowRc *receiver
 	if slow {
@@ -450,6 +455,7 @@ type got struct {
 type receiver struct {
 	url   string
 	delay time.Duration
+	token string // when set, a request without "Authorization: Bearer <token>" is refused (401), as a gateway would
 	mu    sync.Mutex
 	all   []got
 	seen  map[string]int // event id + attempt -> times received
@@ -468,6 +474,10 @@ func newReceiver(delay time.Duration) *receiver {
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
+	if rc.token != "" && r.Header.Get("Authorization") != "Bearer "+rc.token {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	var p struct {
 		Data struct {
