@@ -165,3 +165,62 @@ func TestWebhookOperationsOverGraphQL(t *testing.T) {
 		admin.quiet(300 * time.Millisecond) // a user's PATCH emits no event
 	})
 }
+
+// A subscription resuming from an event older than the live window reads
+// the log from the database; that read keeps to what the key may see as
+// the live path does: no webhook.disabled for a guest, nothing of another
+// project for a project-restricted key.
+func TestCatchUpKeepsToWhatTheKeySees(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, apitest.Settings{AllowPrivateWebhooks: true, Live: app.LiveOptions{Window: 2}})
+		runDispatcher(t, e.Env)
+		gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) }))
+		t.Cleanup(gone.Close)
+		hook, _ := createWebhook(t, e.Env, gone.URL, "PROJECT_CREATED")
+
+		one := createProject(t, e.Env, "ONE") // its delivery answers 410: webhook.disabled follows
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			w, err := e.DB.Webhooks().FindWebhookByID(context.Background(), e.Workspace.ID, hook)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.Active {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the webhook was never disabled")
+			}
+		}
+		two := createProject(t, e.Env, "TWO")
+		createTask(t, e.Env, one, map[string]any{"title": "in one"})
+		inTwo := createTask(t, e.Env, two, map[string]any{"title": "in two"})
+		createProject(t, e.Env, "THREE")
+		createProject(t, e.Env, "FOUR") // the window (2) now holds neither ONE's nor TWO's events
+
+		log := get(gql(t, e.Env, e.Admin.Key, `{ events(first: 100) { nodes { id type projectId } } }`, nil).ok(t), "events", "nodes").([]any)
+		if len(log) != 7 || get(log[1], "type") != "WEBHOOK_DISABLED" {
+			t.Fatalf("the log: %s", jsonString(log))
+		}
+		first := str(log[0], "id") // ONE's project.created
+
+		const sub = `subscription($after: ID) { events(after: $after) { id type projectId } }`
+		guest := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		guest.ack()
+		guest.subscribe("g", sub, map[string]any{"after": first})
+		for _, want := range []string{"PROJECT_CREATED", "TASK_CREATED", "TASK_CREATED", "PROJECT_CREATED", "PROJECT_CREATED"} {
+			if ev := guest.event("g", 10*time.Second); ev["type"] != want {
+				t.Fatalf("the guest got %v, want %s (the webhook event is not the guest's to see)", ev, want)
+			}
+		}
+		guest.quiet(300 * time.Millisecond)
+
+		restricted := e.KeyFor(e.Member.User, []string{"*"}, []string{two})
+		r := dialWS(t, e.URL, nil, bearer(restricted))
+		r.ack()
+		r.subscribe("r", sub, map[string]any{"after": str(log[2], "id")}) // TWO's project.created
+		if ev := r.event("r", 10*time.Second); ev["type"] != "TASK_CREATED" || ev["projectId"] != two {
+			t.Fatalf("the restricted key got %v, want the task %s of its project", ev, inTwo)
+		}
+		r.quiet(300 * time.Millisecond)
+	})
+}

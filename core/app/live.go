@@ -321,7 +321,8 @@ func (l *Live) next(ctx context.Context, s *subscriber, cursor int64) ([]domain.
 		}
 		upTo = last
 	}
-	f := ports.EventFilter{WorkspaceID: s.workspaceID, AfterSeq: cursor, Types: s.types, ProjectID: s.projectID, Limit: page}
+	f := ports.EventFilter{WorkspaceID: s.workspaceID, AfterSeq: cursor, Types: s.types, ProjectID: s.projectID, Limit: page,
+		ProjectIDs: s.actor.ProjectIDs, ProjectsOnly: !s.actor.SeesWorkspaceEvents()}
 	batch, err := l.d.Log.ListEvents(ctx, f)
 	if err != nil {
 		return nil, cursor, wait, err
