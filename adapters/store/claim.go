@@ -50,8 +50,11 @@ RETURNING id`
 //
 //   - hooks: the webhooks with pending deliveries, by a skip scan of
 //     webhook_deliveries_webhook_due_idx (one index probe per webhook);
-//   - for each active one not skipped (nor its workspace), its oldest due
-//     deliveries up to its room, by a range scan of the same index, locked
+//   - for each one not skipped (nor its workspace), its oldest due
+//     deliveries up to its room (an inactive webhook's pings only, filtered
+//     before the limit so that older deliveries waiting for it to be
+//     enabled again cannot crowd a ping out), by a range scan of the same
+//     index, locked
 //     FOR UPDATE SKIP LOCKED: concurrent claims pass over each other's
 //     rows instead of waiting or taking them too, and the webhooks rows are
 //     not locked;
@@ -78,14 +81,15 @@ const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
 			FROM hooks h
 			JOIN webhooks w ON w.id = h.webhook_id %s
 			CROSS JOIN LATERAL (
-				SELECT d.id, d.next_attempt_at, d.event_type FROM webhook_deliveries d
+				SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
 				WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
 					AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+					AND (w.active OR d.event_type = 'webhook.ping')
 				ORDER BY d.next_attempt_at
 				LIMIT %s
 				FOR UPDATE SKIP LOCKED
 			) c
-			WHERE (w.active OR c.event_type = 'webhook.ping') %s
+			WHERE TRUE %s
 		) q %s
 		ORDER BY q.wn, q.next_attempt_at, q.id
 		LIMIT ?

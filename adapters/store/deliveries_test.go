@@ -596,3 +596,45 @@ func TestDeliveryClaimInterleavesWorkspaces(t *testing.T) {
 		}
 	})
 }
+
+// An inactive webhook is claimed its pings only, however many older
+// deliveries wait for it to be enabled again (redelivered while it was
+// off): they neither go out nor crowd the ping out of its room.
+func TestInactiveWebhookIsClaimedItsPingsOnly(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws := newWorkspace(t, db)
+		off := newWebhook(t, db, ws, base, "task.created")
+		on := newWebhook(t, db, ws, base, "task.created")
+		for i := range 3 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Second))
+			newDeliveries(t, db, e, off, on)
+		}
+		disabled, _ := off.Disable(domain.DisabledFailing, base.Add(time.Minute))
+		if err := db.Webhooks().UpdateWebhook(ctx, disabled); err != nil {
+			t.Fatal(err)
+		}
+		ping, _ := newEvent(t, db, ws, domain.EventWebhookPing, base.Add(2*time.Minute))
+		pinged := newDeliveries(t, db, ping, off)[0]
+		now := base.Add(time.Hour)
+		claimed, err := db.Deliveries().ClaimDeliveries(ctx, ports.ClaimRequest{
+			Owner: "x", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerWebhook: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range claimed {
+			got = append(got, d.Delivery.WebhookID+"/"+string(d.Delivery.EventType))
+			if d.Delivery.WebhookID == off.ID && d.Delivery.ID != pinged.ID {
+				t.Fatalf("claimed a delivery of the inactive webhook that is not its ping: %+v", d.Delivery)
+			}
+		}
+		slices.Sort(got)
+		want := []string{off.ID + "/webhook.ping", on.ID + "/task.created"}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("claimed %v, want %v", got, want)
+		}
+	})
+}
