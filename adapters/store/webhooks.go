@@ -228,6 +228,22 @@ func (s *WebhookStore) UpdateWebhook(ctx context.Context, w domain.Webhook) erro
 // DeleteWebhook deletes the webhook; its deliveries go with it (ON DELETE
 // CASCADE). resource_not_found when no row was deleted.
 func (s *WebhookStore) DeleteWebhook(ctx context.Context, workspaceID, id string) error {
+	return s.db.InTx(ctx, func(ctx context.Context) error { return s.deleteWebhook(ctx, workspaceID, id) })
+}
+
+// deleteWebhook deletes the row, whose deliveries cascade. On PostgreSQL
+// the webhook's pending deliveries are locked first: recording attempts
+// locks deliveries, then their webhook (its failure span), and taking the
+// webhook first here would let the two wait for each other.
+func (s *WebhookStore) deleteWebhook(ctx context.Context, workspaceID, id string) error {
+	if s.db.dialect == DialectPostgres {
+		var ids []string
+		err := s.db.conn(ctx).Raw(`SELECT id FROM webhook_deliveries WHERE workspace_id = ? AND webhook_id = ? AND status = 'pending' FOR UPDATE`,
+			workspaceID, id).Scan(&ids).Error
+		if err != nil {
+			return fmt.Errorf("store: delete webhook: %w", err)
+		}
+	}
 	res := s.db.conn(ctx).Where("workspace_id = ? AND id = ?", workspaceID, id).Delete(&webhookRow{})
 	if res.Error != nil {
 		return fmt.Errorf("store: delete webhook: %w", res.Error)

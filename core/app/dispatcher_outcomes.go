@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -23,7 +24,10 @@ func (x *Dispatcher) record(ctx context.Context, out domain.Outcome) {
 			if err != nil || !ok {
 				return err
 			}
-			return x.disable(ctx, d.WorkspaceID, d.WebhookID, domain.DisabledGone, nil)
+			if err := x.disable(ctx, d.WorkspaceID, d.WebhookID, domain.DisabledGone, nil); !errors.Is(err, errStillEnabled) {
+				return err
+			}
+			return nil // turned off meanwhile by someone else: its deliveries fail all the same
 		})
 	})
 	if err != nil {
@@ -97,12 +101,16 @@ func (x *Dispatcher) finish(ctx context.Context, batch []domain.Outcome) {
 // processes deciding at once, one disables it and emits the event.
 func (x *Dispatcher) disableFailing(ctx context.Context, span domain.FailureSpan) {
 	err := x.retryWrite(ctx, func(ctx context.Context) error {
-		return x.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		err := x.d.Tx.InTx(ctx, func(ctx context.Context) error {
 			return x.disable(ctx, span.WorkspaceID, span.WebhookID, domain.DisabledFailing, func(w domain.Webhook) bool {
 				locked := domain.FailureSpan{Active: w.Active, FailingSince: w.FailingSince, FailedAttempts: w.FailedAttempts}
 				return locked.Disables(x.d.Clock.Now(), x.opts.DisableAfter)
 			})
 		})
+		if errors.Is(err, errStillEnabled) {
+			return nil // another process disabled it, or an attempt succeeded meanwhile
+		}
+		return err
 	})
 	if err != nil {
 		x.log.Error("webhook dispatcher: disabling a failing webhook failed; the next failed attempt tries again",
@@ -110,23 +118,27 @@ func (x *Dispatcher) disableFailing(ctx context.Context, span domain.FailureSpan
 	}
 }
 
+// errStillEnabled rolls back a disable whose webhook, read again under its
+// lock, no longer qualifies.
+var errStillEnabled = errors.New("webhook dispatcher: the webhook no longer qualifies for disabling")
+
 // disable turns a webhook off for reason, inside the caller's transaction,
-// when it is still active (and still qualifies by check, when given): its
-// pending deliveries fail, and a webhook.disabled event goes to the event
-// log, the subscriptions and the workspace's other webhooks that take it.
+// when it is active (and qualifies by check, when given): its pending
+// deliveries fail, and a webhook.disabled event goes to the event log, the
+// subscriptions and the workspace's other webhooks that take it.
+//
+// Recording attempts locks deliveries and then their webhook (its failure
+// span); so does this, or the two could wait for each other: it fails the
+// pending deliveries first, then locks the webhook and checks again. When
+// that check fails, it returns errStillEnabled, and the caller's
+// transaction rolls the deliveries back.
 func (x *Dispatcher) disable(ctx context.Context, workspaceID, webhookID string, reason domain.DisabledReason, check func(domain.Webhook) bool) error {
-	w, err := x.d.Webhooks.FindWebhookByIDForUpdate(ctx, workspaceID, webhookID)
-	if domain.IsCode(err, domain.CodeNotFound) {
-		return nil // deleted meanwhile
+	qualifies := func(w domain.Webhook) bool { return w.Active && (check == nil || check(w)) }
+	w, err := x.d.Webhooks.FindWebhookByID(ctx, workspaceID, webhookID)
+	if domain.IsCode(err, domain.CodeNotFound) || (err == nil && !qualifies(w)) {
+		return nil // deleted meanwhile, or nothing to do
 	}
-	if err != nil || (check != nil && !check(w)) {
-		return err
-	}
-	next, changed := w.Disable(reason, x.d.Clock.Now())
-	if !changed {
-		return nil
-	}
-	if err := x.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
+	if err != nil {
 		return err
 	}
 	why := "The receiver answered 410 Gone; the webhook was disabled."
@@ -136,7 +148,19 @@ func (x *Dispatcher) disable(ctx context.Context, workspaceID, webhookID string,
 	if _, err := x.d.Deliveries.FailPendingDeliveries(ctx, workspaceID, webhookID, why); err != nil {
 		return err
 	}
-	x.log.Warn("webhook disabled", "webhook_id", webhookID, "workspace_id", workspaceID, "reason", string(reason))
+	if w, err = x.d.Webhooks.FindWebhookByIDForUpdate(ctx, workspaceID, webhookID); err != nil {
+		return err
+	}
+	if !qualifies(w) {
+		return errStillEnabled
+	}
+	next, _ := w.Disable(reason, x.d.Clock.Now())
+	if err := x.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
+		return err
+	}
+	afterCommit(ctx, func() {
+		x.log.Warn("webhook disabled", "webhook_id", webhookID, "workspace_id", workspaceID, "reason", string(reason))
+	})
 	return x.events.RecordEvent(ctx, newEvent(x.d.IDs, x.d.Clock, workspaceID, domain.EventWebhookDisabled, withoutSecret(next), nil))
 }
 

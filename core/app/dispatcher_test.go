@@ -227,6 +227,10 @@ func (s *fakeWebhooks) FindWebhookByIDForUpdate(_ context.Context, _, id string)
 	return w, nil
 }
 
+func (s *fakeWebhooks) FindWebhookByID(ctx context.Context, workspaceID, id string) (domain.Webhook, error) {
+	return s.FindWebhookByIDForUpdate(ctx, workspaceID, id)
+}
+
 func (s *fakeWebhooks) UpdateWebhook(_ context.Context, w domain.Webhook) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -147,27 +147,39 @@ func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch 
 	}
 	var out domain.Webhook
 	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.failIfDeactivating(ctx, a.WorkspaceID, id, patch); err != nil {
+			return err
+		}
 		w, err := s.d.Webhooks.FindWebhookByIDForUpdate(ctx, a.WorkspaceID, id)
 		if err != nil {
 			return err
 		}
 		next, changed, err := w.Apply(patch, s.d.Clock.Now())
-		if err != nil {
+		if err != nil || !changed {
+			out = next
 			return err
 		}
 		out = next
-		if !changed {
-			return nil
-		}
-		if err := s.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
-			return err
-		}
-		if w.Active && !next.Active {
-			_, err = s.d.Deliveries.FailPendingDeliveries(ctx, a.WorkspaceID, id, "The webhook was deactivated.")
-		}
-		return err
+		return s.d.Webhooks.UpdateWebhook(ctx, next)
 	})
 	return withoutSecret(out), err
+}
+
+// failIfDeactivating fails the pending deliveries of a webhook that patch
+// turns off, before the webhook's row is locked: recording attempts locks
+// deliveries and then their webhook (its failure span), so every
+// transaction that takes both takes them in that order, or the two could
+// wait for each other.
+func (s *Webhooks) failIfDeactivating(ctx context.Context, workspaceID, id string, patch domain.WebhookFields) error {
+	if on, ok := patch.Active.Get(); !ok || on {
+		return nil
+	}
+	w, err := s.d.Webhooks.FindWebhookByID(ctx, workspaceID, id)
+	if err != nil || !w.Active {
+		return err
+	}
+	_, err = s.d.Deliveries.FailPendingDeliveries(ctx, workspaceID, id, "The webhook was deactivated.")
+	return err
 }
 
 // Delete removes a webhook and its deliveries. Attempts already in flight
