@@ -57,6 +57,12 @@ func (s *EventStore) CreateEvent(ctx context.Context, e domain.Event, payload []
 // positionBatch bounds one sequencer transaction.
 const positionBatch = 5000
 
+// unpositioned selects the events the sequencer has still to position: pings
+// never are (they are not in the log). It is the predicate of the partial
+// index events_unpositioned_idx, written out with its literal so that both
+// databases' planners match the index to it.
+const unpositioned = "seq IS NULL AND type <> '" + string(domain.EventWebhookPing) + "'"
+
 // PositionEvents is the sequencer. In one transaction it locks the counter
 // row (PostgreSQL: FOR UPDATE, so sequencers of every process take turns;
 // SQLite: its write transaction already excludes every other writer),
@@ -75,8 +81,8 @@ const positionBatch = 5000
 // once (one transaction), so a reader never sees N+2 without N+1.
 func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
 	var pending int64
-	if err := s.db.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM events WHERE seq IS NULL AND type <> ? LIMIT 1) AS p",
-		string(domain.EventWebhookPing)).Scan(&pending).Error; err != nil {
+	if err := s.db.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM events WHERE " + unpositioned + " LIMIT 1) AS p").
+		Scan(&pending).Error; err != nil {
 		return 0, fmt.Errorf("store: position events: %w", err)
 	}
 	if pending == 0 {
@@ -98,8 +104,8 @@ func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
 		}
 		res := s.db.conn(ctx).Exec(`UPDATE events SET seq = ? + next.n
 FROM (SELECT id, row_number() OVER (ORDER BY ord) AS n
-      FROM (SELECT id, `+order+` AS ord FROM events WHERE seq IS NULL AND type <> ? ORDER BY `+order+` LIMIT ?) AS oldest) AS next
-WHERE events.id = next.id`, last, string(domain.EventWebhookPing), positionBatch)
+      FROM (SELECT id, `+order+` AS ord FROM events WHERE `+unpositioned+` ORDER BY `+order+` LIMIT ?) AS oldest) AS next
+WHERE events.id = next.id`, last, positionBatch)
 		if res.Error != nil {
 			return res.Error
 		}

@@ -19,3 +19,6 @@ func (db *DB) Conn(ctx context.Context) *gorm.DB { return db.conn(ctx) }
 
 // Numbered exposes the ?-to-$n rewrite of raw reads on PostgreSQL.
 var Numbered = numbered
+
+// Unpositioned exposes the sequencer's predicate to the plan checks.
+const Unpositioned = unpositioned

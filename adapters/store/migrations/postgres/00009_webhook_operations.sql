@@ -17,3 +17,8 @@ UPDATE webhooks SET disabled_reason = 'user', disabled_at = updated_at WHERE NOT
 ALTER TABLE events DROP CONSTRAINT events_type_check;
 ALTER TABLE events ADD CONSTRAINT events_type_check CHECK (type IN ('task.created', 'task.updated', 'task.deleted',
     'project.created', 'project.updated', 'webhook.disabled', 'webhook.ping'));
+
+-- Pings are never positioned: the index of what the sequencer has still to
+-- position leaves them out, or every run would step over all of them.
+DROP INDEX events_unpositioned_idx;
+CREATE INDEX events_unpositioned_idx ON events (inserted) WHERE seq IS NULL AND type <> 'webhook.ping';

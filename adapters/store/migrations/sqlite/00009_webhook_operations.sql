@@ -41,5 +41,6 @@ CREATE UNIQUE INDEX events_seq_idx ON events (seq);
 CREATE INDEX events_workspace_seq_idx ON events (workspace_id, seq) WHERE seq IS NOT NULL;
 CREATE INDEX events_workspace_project_seq_idx ON events (workspace_id, project_id, seq) WHERE seq IS NOT NULL;
 CREATE INDEX events_workspace_type_seq_idx ON events (workspace_id, type, seq) WHERE seq IS NOT NULL;
-CREATE INDEX events_unpositioned_idx ON events (seq) WHERE seq IS NULL; -- entries in rowid order
+-- Pings are never positioned: the sequencer's index leaves them out.
+CREATE INDEX events_unpositioned_idx ON events (seq) WHERE seq IS NULL AND type <> 'webhook.ping'; -- entries in rowid order
 CREATE INDEX events_created_idx ON events (created_at);
