@@ -1296,7 +1296,7 @@ enum WebhookEventType {
 
 "Why a webhook is inactive."
 enum WebhookDisabledReason {
-  "Every attempt failed for 72 hours (10 at least)."
+  "Every attempt failed for the disable span (WORKTRACK_WEBHOOK_DISABLE_AFTER, 72 hours by default; 10 attempts at least)."
   FAILING
   "The receiver answered 410 Gone."
   GONE
