@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -272,5 +273,34 @@ func TestRevokingThroughTheAPIClosesSockets(t *testing.T) {
 			t.Fatalf("closed %s after the revocation, want within 10s", took)
 		}
 		bystander.quiet(100 * time.Millisecond)
+	})
+}
+
+// Lowering a user's role lowers their open sockets too: a socket's
+// operations act with the role it authenticated with, so it is closed
+// with 4403 within 10 s, and the user connects again with the new role.
+func TestLoweringARoleClosesItsSockets(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, apitest.Settings{})
+		demoted := dialWS(t, e.URL, nil, bearer(e.Admin.Key))
+		demoted.ack()
+		demoted.subscribe("1", `subscription { events { id } }`, nil)
+		bystander := dialWS(t, e.URL, nil, bearer(e.Member.Key))
+		bystander.ack()
+		waitForSubscriptions(t, e, 1)
+
+		lowered := time.Now()
+		if _, err := e.App.Admin.SetRole(context.Background(), e.Admin.User.ID, domain.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+		code, reason := demoted.closed(15 * time.Second)
+		if code != server.CloseForbidden || time.Since(lowered) > 10*time.Second {
+			t.Fatalf("closed with %d %q %s after the role changed, want 4403 within 10s", code, reason, time.Since(lowered))
+		}
+		bystander.quiet(100 * time.Millisecond)
+		// The key still works, with the member's role.
+		again := dialWS(t, e.URL, nil, bearer(e.Admin.Key))
+		again.ack()
+		gql(t, e.Env, e.Admin.Key, `{ webhooks { nodes { id } } }`, nil).expectError(t, "permission_denied", "")
 	})
 }

@@ -94,6 +94,7 @@ type socket struct {
 	conn      transport.WebsocketConn // gqlgen's, once accepted
 	secret    string                  // its key, once initialised
 	keyID     string
+	role      domain.Role          // its key's user's role at connection_init
 	cancel    context.CancelFunc   // of the socket's context, once initialised
 	code      websocket.StatusCode // set by closeWith
 	reason    string
@@ -146,6 +147,14 @@ func (s *socket) authenticated() string {
 		return ""
 	}
 	return s.secret
+}
+
+// initRole is the role the socket's operations act with: its user's at
+// connection_init.
+func (s *socket) initRole() domain.Role {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.role
 }
 
 // closeWith closes the socket with code and reason: through its context

@@ -34,7 +34,9 @@ func newSockets(auth *app.Auth) *Sockets {
 
 // watchKeys resolves the keys of the open sockets again every wsKeyCheck,
 // each distinct key once, and closes with 4403 the sockets whose key no
-// longer resolves (revoked, expired), until Close.
+// longer resolves (revoked, expired), and those whose user's role changed
+// since connection_init (a socket's operations act with the role it
+// authenticated with: a demoted user must connect again), until Close.
 func (ss *Sockets) watchKeys() {
 	t := time.NewTicker(wsKeyCheck)
 	defer t.Stop()
@@ -53,10 +55,16 @@ func (ss *Sockets) watchKeys() {
 		}
 		ss.mu.Unlock()
 		for secret, sockets := range bySecret {
-			_, err := ss.auth.Authenticate(context.Background(), secret)
+			who, err := ss.auth.Authenticate(context.Background(), secret)
 			if c := domain.ErrorCode(err); err != nil && (c == domain.CodeInvalidAPIKey || c == domain.CodeMissingAPIKey) {
 				for _, s := range sockets {
 					s.closeWith(CloseForbidden, "invalid_api_key: The API key was revoked or has expired.")
+				}
+				continue
+			}
+			for _, s := range sockets {
+				if err == nil && who.Role != s.initRole() {
+					s.closeWith(CloseForbidden, "permission_denied: The key's user changed role; connect again.")
 				}
 			}
 		}

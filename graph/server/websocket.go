@@ -170,7 +170,7 @@ func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.cancel, s.secret, s.keyID = cancel, secret, who.KeyID
+	s.cancel, s.secret, s.keyID, s.role = cancel, secret, who.KeyID, who.Role
 	s.stopInitTimer()
 	s.mu.Unlock()
 	return graph.WithCaller(ctx, h.app, caller(s.gin, who), wsLoaderWait), nil, nil
