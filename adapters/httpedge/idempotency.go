@@ -118,7 +118,11 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 	// The outcome is recorded even if the client went away meanwhile.
 	ctx := context.WithoutCancel(c.Request.Context())
 	if st := w.Status(); st >= 200 && st < 300 {
-		err = store.CompleteIdempotent(ctx, rec.APIKeyID, rec.Key, st, w.buf.Bytes())
+		body := w.buf.Bytes()
+		if b, ok := c.Get(replayBodyKey); ok {
+			body = b.([]byte)
+		}
+		err = store.CompleteIdempotent(ctx, rec.APIKeyID, rec.Key, st, body)
 	} else {
 		err = store.ReleaseIdempotent(ctx, rec.APIKeyID, rec.Key)
 	}
@@ -126,4 +130,20 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 		Logger(c).Error("recording idempotent response", "request_id", RequestID(c), "error", err.Error())
 	}
 	return nil
+}
+
+// replayBodyKey holds, in a request's context, the body an idempotent
+// replay answers instead of the one the handler wrote.
+const replayBodyKey = "httpedge.replayBody"
+
+// ReplayAs makes an idempotent replay of this request answer v rather than
+// the response the handler wrote: for a response that shows a secret the
+// service must not keep (a new API key's), so that no stored copy holds it.
+func ReplayAs(c *gin.Context, v any) {
+	b, err := wire.Marshal(v)
+	if err != nil {
+		Logger(c).Error("encoding a replay", "request_id", RequestID(c), "error", err.Error())
+		return
+	}
+	c.Set(replayBodyKey, b)
 }

@@ -25,6 +25,9 @@ func (s *Server) createAPIKey(c *gin.Context) error {
 		return err
 	}
 	httpedge.JSON(c, http.StatusCreated, wire.APIKeyWithSecret{APIKey: wire.FromAPIKey(k), Secret: secret})
+	// Only the secret's hash is kept: a replay of this create (the same
+	// Idempotency-Key) shows the key without it.
+	httpedge.ReplayAs(c, wire.FromAPIKey(k))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +216,39 @@ func TestAPIKeysPerUserAreCapped(t *testing.T) {
 		e.Send(http.MethodPost, "/v1/api_keys", e.Guest.Key, map[string]any{"name": "room"}).ExpectStatus(t, http.StatusCreated)
 		// Another user of the workspace is not counted against it.
 		e.Send(http.MethodPost, "/v1/api_keys", e.Member.Key, map[string]any{"name": "mine"}).ExpectStatus(t, http.StatusCreated)
+	})
+}
+
+// A new key's secret is shown once and kept nowhere: an Idempotency-Key
+// replay of the create answers the same key without it, and the stored
+// replay holds no trace of it.
+func TestAPIKeyCreateReplayKeepsNoSecret(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		const body = `{"name":"ci","scopes":["tasks:read"]}`
+		first := idem(e, e.Member.Key, "make-ci-key", "/v1/api_keys", body)
+		first.ExpectStatus(t, http.StatusCreated)
+		secret := first.Str("secret")
+		if !strings.HasPrefix(secret, "wtk_") {
+			t.Fatalf("create: %s", first.Body)
+		}
+		again := idem(e, e.Member.Key, "make-ci-key", "/v1/api_keys", body)
+		again.ExpectStatus(t, http.StatusCreated)
+		if again.Header.Get("Idempotent-Replayed") != "true" || again.Str("id") != first.Str("id") ||
+			again.JSON["secret"] != nil || strings.Contains(string(again.Body), secret) {
+			t.Fatalf("replay: %s", again.Body)
+		}
+		var bodies [][]byte
+		if err := e.DB.Gorm().Raw(`SELECT response_body FROM idempotency_keys`).Scan(&bodies).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bodies {
+			if strings.Contains(string(b), secret) || strings.Contains(string(b), secret[4:]) {
+				t.Fatalf("a stored replay holds the secret: %s", b)
+			}
+		}
+		if len(bodies) != 1 {
+			t.Fatalf("%d stored replays, want 1", len(bodies))
+		}
 	})
 }
