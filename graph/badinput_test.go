@@ -55,7 +55,7 @@ func TestIllFormedIDsInGraphQL(t *testing.T) {
 			gql(t, e, e.Member.Key, `query($a: ID) { projects { nodes { tasks(assigneeId: $a) { nodes { id } } } } }`,
 				map[string]any{"a": id}).expectError(t, "validation_failed", "assigneeId")
 		}
-		forged := domain.EncodeCursor("projects:"+e.Workspace.ID, domain.Position{CreatedAt: time.Now(), ID: "prj_\x00"})
+		forged := domain.EncodeCursor("projects:"+e.Workspace.ID, domain.Position{At: time.Now(), ID: "prj_\x00"})
 		for _, c := range []string{forged, "\x00", "AAAA\x00"} {
 			gql(t, e, e.Member.Key, `query($c: String) { projects(after: $c) { nodes { id } } }`, map[string]any{"c": c}).
 				expectError(t, "validation_failed", "after")

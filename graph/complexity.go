@@ -1,6 +1,9 @@
 package graph
 
-import "github.com/worktrack/worktrack/core/domain"
+import (
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/graph/model"
+)
 
 // Complexity weighs each connection field by the page it asks for: a field
 // costs 1, a connection 1 + first × (the cost of what each item selects), so
@@ -17,8 +20,16 @@ func Complexity() ComplexityRoot {
 		return connectionCost(child, first)
 	}
 	c.Query.APIKeys = func(child int, first *int, _ *string, _ *string) int { return connectionCost(child, first) }
-	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string) int {
+	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string, _ *model.TaskFilter, _ *model.TaskOrder) int {
 		return connectionCost(child, first)
+	}
+	c.Query.Tasks = func(child int, first *int, _ *string, _ *model.TaskFilter, _ *model.TaskOrder) int {
+		return connectionCost(child, first)
+	}
+	// A count reads every task it counts, as a full page reads its hundred:
+	// it is weighed as one.
+	c.Query.TaskCounts = func(child int, _ *model.TaskFilter, _ domain.TaskCountGroup) int {
+		return 1 + domain.MaxPageLimit*child
 	}
 	return c
 }

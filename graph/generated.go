@@ -119,13 +119,14 @@ type ComplexityRoot struct {
 	}
 
 	Project struct {
-		CreatedAt func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Key       func(childComplexity int) int
-		Name      func(childComplexity int) int
-		TaskCount func(childComplexity int) int
-		Tasks     func(childComplexity int, first *int, after *string, status *domain.Status, assigneeID *string) int
-		UpdatedAt func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Key          func(childComplexity int) int
+		Name         func(childComplexity int) int
+		StatusCounts func(childComplexity int) int
+		TaskCount    func(childComplexity int) int
+		Tasks        func(childComplexity int, first *int, after *string, status *domain.Status, assigneeID *string, filter *model.TaskFilter, orderBy *model.TaskOrder) int
+		UpdatedAt    func(childComplexity int) int
 	}
 
 	ProjectConnection struct {
@@ -139,17 +140,26 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ProjectTaskCounts struct {
+		Archived   func(childComplexity int) int
+		Done       func(childComplexity int) int
+		InProgress func(childComplexity int) int
+		Open       func(childComplexity int) int
+	}
+
 	Query struct {
-		APIKeys  func(childComplexity int, first *int, after *string, userID *string) int
-		Events   func(childComplexity int, first *int, after *string, types []domain.EventType, projectID *string) int
-		Me       func(childComplexity int) int
-		Node     func(childComplexity int, id string) int
-		Project  func(childComplexity int, id string) int
-		Projects func(childComplexity int, first *int, after *string) int
-		Task     func(childComplexity int, id string) int
-		Users    func(childComplexity int, first *int, after *string) int
-		Webhook  func(childComplexity int, id string) int
-		Webhooks func(childComplexity int, first *int, after *string) int
+		APIKeys    func(childComplexity int, first *int, after *string, userID *string) int
+		Events     func(childComplexity int, first *int, after *string, types []domain.EventType, projectID *string) int
+		Me         func(childComplexity int) int
+		Node       func(childComplexity int, id string) int
+		Project    func(childComplexity int, id string) int
+		Projects   func(childComplexity int, first *int, after *string) int
+		Task       func(childComplexity int, id string) int
+		TaskCounts func(childComplexity int, filter *model.TaskFilter, groupBy domain.TaskCountGroup) int
+		Tasks      func(childComplexity int, first *int, after *string, filter *model.TaskFilter, orderBy *model.TaskOrder) int
+		Users      func(childComplexity int, first *int, after *string) int
+		Webhook    func(childComplexity int, id string) int
+		Webhooks   func(childComplexity int, first *int, after *string) int
 	}
 
 	Subscription struct {
@@ -173,6 +183,17 @@ type ComplexityRoot struct {
 		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	TaskCountGroupCount struct {
+		Count func(childComplexity int) int
+		Key   func(childComplexity int) int
+	}
+
+	TaskCounts struct {
+		GroupBy func(childComplexity int) int
+		Groups  func(childComplexity int) int
+		Total   func(childComplexity int) int
 	}
 
 	TaskEdge struct {
@@ -261,7 +282,7 @@ type MutationResolver interface {
 	RevokeAPIKey(ctx context.Context, id string) (*domain.APIKey, error)
 }
 type ProjectResolver interface {
-	Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error)
+	Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string, filter *model.TaskFilter, orderBy *model.TaskOrder) (*model.TaskConnection, error)
 }
 type QueryResolver interface {
 	Me(ctx context.Context) (*domain.User, error)
@@ -269,6 +290,8 @@ type QueryResolver interface {
 	Projects(ctx context.Context, first *int, after *string) (*model.ProjectConnection, error)
 	Project(ctx context.Context, id string) (*domain.Project, error)
 	Task(ctx context.Context, id string) (*model.Task, error)
+	Tasks(ctx context.Context, first *int, after *string, filter *model.TaskFilter, orderBy *model.TaskOrder) (*model.TaskConnection, error)
+	TaskCounts(ctx context.Context, filter *model.TaskFilter, groupBy domain.TaskCountGroup) (*domain.TaskCounts, error)
 	Webhooks(ctx context.Context, first *int, after *string) (*model.WebhookConnection, error)
 	Webhook(ctx context.Context, id string) (*domain.Webhook, error)
 	Events(ctx context.Context, first *int, after *string, types []domain.EventType, projectID *string) (*model.EventConnection, error)
@@ -686,6 +709,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Project.Name(childComplexity), true
+	case "Project.taskCounts":
+		if e.ComplexityRoot.Project.StatusCounts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Project.StatusCounts(childComplexity), true
 	case "Project.taskCount":
 		if e.ComplexityRoot.Project.TaskCount == nil {
 			break
@@ -702,7 +731,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Project.Tasks(childComplexity, args["first"].(*int), args["after"].(*string), args["status"].(*domain.Status), args["assigneeId"].(*string)), true
+		return e.ComplexityRoot.Project.Tasks(childComplexity, args["first"].(*int), args["after"].(*string), args["status"].(*domain.Status), args["assigneeId"].(*string), args["filter"].(*model.TaskFilter), args["orderBy"].(*model.TaskOrder)), true
 	case "Project.updatedAt":
 		if e.ComplexityRoot.Project.UpdatedAt == nil {
 			break
@@ -741,6 +770,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ProjectEdge.Node(childComplexity), true
+
+	case "ProjectTaskCounts.archived":
+		if e.ComplexityRoot.ProjectTaskCounts.Archived == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectTaskCounts.Archived(childComplexity), true
+	case "ProjectTaskCounts.done":
+		if e.ComplexityRoot.ProjectTaskCounts.Done == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectTaskCounts.Done(childComplexity), true
+	case "ProjectTaskCounts.inProgress":
+		if e.ComplexityRoot.ProjectTaskCounts.InProgress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectTaskCounts.InProgress(childComplexity), true
+	case "ProjectTaskCounts.open":
+		if e.ComplexityRoot.ProjectTaskCounts.Open == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectTaskCounts.Open(childComplexity), true
 
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
@@ -815,6 +869,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Task(childComplexity, args["id"].(string)), true
+	case "Query.taskCounts":
+		if e.ComplexityRoot.Query.TaskCounts == nil {
+			break
+		}
+
+		args, err := ec.field_Query_taskCounts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.TaskCounts(childComplexity, args["filter"].(*model.TaskFilter), args["groupBy"].(domain.TaskCountGroup)), true
+	case "Query.tasks":
+		if e.ComplexityRoot.Query.Tasks == nil {
+			break
+		}
+
+		args, err := ec.field_Query_tasks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Tasks(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.TaskFilter), args["orderBy"].(*model.TaskOrder)), true
 	case "Query.users":
 		if e.ComplexityRoot.Query.Users == nil {
 			break
@@ -940,6 +1016,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TaskConnection.PageInfo(childComplexity), true
+
+	case "TaskCountGroupCount.count":
+		if e.ComplexityRoot.TaskCountGroupCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskCountGroupCount.Count(childComplexity), true
+	case "TaskCountGroupCount.key":
+		if e.ComplexityRoot.TaskCountGroupCount.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskCountGroupCount.Key(childComplexity), true
+
+	case "TaskCounts.groupBy":
+		if e.ComplexityRoot.TaskCounts.GroupBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskCounts.GroupBy(childComplexity), true
+	case "TaskCounts.groups":
+		if e.ComplexityRoot.TaskCounts.Groups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskCounts.Groups(childComplexity), true
+	case "TaskCounts.total":
+		if e.ComplexityRoot.TaskCounts.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskCounts.Total(childComplexity), true
 
 	case "TaskEdge.cursor":
 		if e.ComplexityRoot.TaskEdge.Cursor == nil {
@@ -1142,6 +1250,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputCreateProjectInput,
 		ec.unmarshalInputCreateTaskInput,
 		ec.unmarshalInputCreateWebhookInput,
+		ec.unmarshalInputTaskFilter,
+		ec.unmarshalInputTaskOrder,
 		ec.unmarshalInputUpdateApiKeyInput,
 		ec.unmarshalInputUpdateProjectInput,
 		ec.unmarshalInputUpdateTaskInput,
@@ -1329,12 +1439,97 @@ type Project implements Node {
   taskCount: Int!
   createdAt: DateTime!
   updatedAt: DateTime!
+  "The project's tasks by status, exact after every change, like taskCount."
+  taskCounts: ProjectTaskCounts!
   """
-  The project's tasks, oldest first, optionally filtered by status and
-  assignee. first: 1 to 100 (default 20); after: the endCursor of a previous
-  page of the same list and filter.
+  The project's tasks, oldest first unless orderBy says otherwise, filtered
+  as Query.tasks filters (filter.projectIds is not taken here). status and
+  assigneeId are shorthands for filter.statuses and filter.assigneeIds of
+  one value; give one or the other. first: 1 to 100 (default 20); after: the
+  endCursor of a previous page of the same list, filter and order.
   """
-  tasks(first: Int = 20, after: String, status: TaskStatus, assigneeId: ID): TaskConnection!
+  tasks(first: Int = 20, after: String, status: TaskStatus, assigneeId: ID, filter: TaskFilter, orderBy: TaskOrder): TaskConnection!
+}
+
+"A project's tasks counted by status."
+type ProjectTaskCounts {
+  open: Int!
+  inProgress: Int!
+  done: Int!
+  archived: Int!
+}
+
+"""
+Which tasks a list or a count keeps; the filters AND, and an absent or null
+filter keeps everything. Lists hold 1 to 50 values.
+"""
+input TaskFilter {
+  "Tasks of any of these projects."
+  projectIds: [ID!]
+  "Tasks in any of these statuses."
+  statuses: [TaskStatus!]
+  """
+  assigneeIds, unassigned and assignedToMe make one set: tasks assigned to
+  any of the users, to nobody (unassigned: true) or to the key's user
+  (assignedToMe: true). false adds nothing.
+  """
+  assigneeIds: [ID!]
+  unassigned: Boolean
+  assignedToMe: Boolean
+  "Due at or after this instant; tasks without a due date never match."
+  dueAfter: DateTime
+  "Due before this instant; tasks without a due date never match."
+  dueBefore: DateTime
+  "Updated after this instant."
+  updatedAfter: DateTime
+  """
+  1-200 characters: every word must be a word or the start of a word of the
+  title, ignoring case ("wri ann" finds "Write the announcement").
+  """
+  query: String
+}
+
+"A task list's order. Ties break by id in the same direction; tasks without a due date come last either way."
+input TaskOrder {
+  field: TaskOrderField!
+  direction: OrderDirection!
+}
+
+enum TaskOrderField {
+  CREATED_AT
+  UPDATED_AT
+  DUE_AT
+}
+
+enum OrderDirection {
+  ASC
+  DESC
+}
+
+"What task counts are grouped by."
+enum TaskCountGroup {
+  STATUS
+  ASSIGNEE
+  PROJECT
+}
+
+"Tasks counted by group: GET /v1/tasks/counts in GraphQL form."
+type TaskCounts {
+  groupBy: TaskCountGroup!
+  "The number of tasks counted, all groups together."
+  total: Int!
+  "The groups in ascending key order, none empty."
+  groups: [TaskCountGroupCount!]!
+}
+
+"""
+One group of TaskCounts. key is the status (open, in_progress, done,
+archived), the assignee's user id (null for unassigned tasks) or the project
+id.
+"""
+type TaskCountGroupCount {
+  key: String
+  count: Int!
 }
 
 "A unit of work in a project."
@@ -1531,6 +1726,14 @@ type Query {
   project(id: ID!): Project
   "A task, or null with a resource_not_found error."
   task(id: ID!): Task
+  """
+  The tasks of every project the key sees, filtered and ordered: oldest
+  first unless orderBy says otherwise. first: 1 to 100 (default 20); after:
+  the endCursor of a previous page of the same filter and order.
+  """
+  tasks(first: Int = 20, after: String, filter: TaskFilter, orderBy: TaskOrder): TaskConnection
+  "The tasks of every project the key sees that filter keeps, counted by group."
+  taskCounts(filter: TaskFilter, groupBy: TaskCountGroup!): TaskCounts
   "The webhooks of the workspace, oldest first (admins only)."
   webhooks(first: Int = 20, after: String): WebhookConnection
   "A webhook (admins only), or null with a resource_not_found error."
@@ -1831,6 +2034,8 @@ func (ec *executionContext) childFields_Project(ctx context.Context, field graph
 		return ec.fieldContext_Project_createdAt(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_Project_updatedAt(ctx, field)
+	case "taskCounts":
+		return ec.fieldContext_Project_taskCounts(ctx, field)
 	case "tasks":
 		return ec.fieldContext_Project_tasks(ctx, field)
 	}
@@ -1857,6 +2062,20 @@ func (ec *executionContext) childFields_ProjectEdge(ctx context.Context, field g
 		return ec.fieldContext_ProjectEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProjectEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ProjectTaskCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "open":
+		return ec.fieldContext_ProjectTaskCounts_open(ctx, field)
+	case "inProgress":
+		return ec.fieldContext_ProjectTaskCounts_inProgress(ctx, field)
+	case "done":
+		return ec.fieldContext_ProjectTaskCounts_done(ctx, field)
+	case "archived":
+		return ec.fieldContext_ProjectTaskCounts_archived(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProjectTaskCounts", field.Name)
 }
 
 func (ec *executionContext) childFields_Task(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1895,6 +2114,28 @@ func (ec *executionContext) childFields_TaskConnection(ctx context.Context, fiel
 		return ec.fieldContext_TaskConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TaskConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TaskCountGroupCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_TaskCountGroupCount_key(ctx, field)
+	case "count":
+		return ec.fieldContext_TaskCountGroupCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaskCountGroupCount", field.Name)
+}
+
+func (ec *executionContext) childFields_TaskCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "groupBy":
+		return ec.fieldContext_TaskCounts_groupBy(ctx, field)
+	case "total":
+		return ec.fieldContext_TaskCounts_total(ctx, field)
+	case "groups":
+		return ec.fieldContext_TaskCounts_groups(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaskCounts", field.Name)
 }
 
 func (ec *executionContext) childFields_TaskEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2392,6 +2633,22 @@ func (ec *executionContext) field_Project_tasks_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["assigneeId"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.TaskFilter, error) {
+			return ec.unmarshalOTaskFilter2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.TaskOrder, error) {
+			return ec.unmarshalOTaskOrder2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg5
 	return args, nil
 }
 
@@ -2527,6 +2784,28 @@ func (ec *executionContext) field_Query_projects_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_taskCounts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.TaskFilter, error) {
+			return ec.unmarshalOTaskFilter2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "groupBy",
+		func(ctx context.Context, v any) (domain.TaskCountGroup, error) {
+			return ec.unmarshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["groupBy"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_task_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2538,6 +2817,44 @@ func (ec *executionContext) field_Query_task_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_tasks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.TaskFilter, error) {
+			return ec.unmarshalOTaskFilter2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.TaskOrder, error) {
+			return ec.unmarshalOTaskOrder2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg3
 	return args, nil
 }
 
@@ -4312,6 +4629,38 @@ func (ec *executionContext) fieldContext_Project_updatedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Project", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
+func (ec *executionContext) _Project_taskCounts(ctx context.Context, field graphql.CollectedField, obj *domain.Project) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Project_taskCounts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusCounts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.StatusCounts) graphql.Marshaler {
+			return ec.marshalNProjectTaskCounts2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatusCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Project_taskCounts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Project",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProjectTaskCounts(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Project_tasks(ctx context.Context, field graphql.CollectedField, obj *domain.Project) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4322,7 +4671,7 @@ func (ec *executionContext) _Project_tasks(ctx context.Context, field graphql.Co
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Project().Tasks(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["status"].(*domain.Status), fc.Args["assigneeId"].(*string))
+			return ec.Resolvers.Project().Tasks(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["status"].(*domain.Status), fc.Args["assigneeId"].(*string), fc.Args["filter"].(*model.TaskFilter), fc.Args["orderBy"].(*model.TaskOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.TaskConnection) graphql.Marshaler {
@@ -4505,6 +4854,98 @@ func (ec *executionContext) fieldContext_ProjectEdge_node(_ context.Context, fie
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ProjectTaskCounts_open(ctx context.Context, field graphql.CollectedField, obj *domain.StatusCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectTaskCounts_open(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Open, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectTaskCounts_open(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectTaskCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ProjectTaskCounts_inProgress(ctx context.Context, field graphql.CollectedField, obj *domain.StatusCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectTaskCounts_inProgress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InProgress, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectTaskCounts_inProgress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectTaskCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ProjectTaskCounts_done(ctx context.Context, field graphql.CollectedField, obj *domain.StatusCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectTaskCounts_done(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Done, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectTaskCounts_done(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectTaskCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ProjectTaskCounts_archived(ctx context.Context, field graphql.CollectedField, obj *domain.StatusCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProjectTaskCounts_archived(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Archived, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProjectTaskCounts_archived(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProjectTaskCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Query_me(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -4709,6 +5150,94 @@ func (ec *executionContext) fieldContext_Query_task(ctx context.Context, field g
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_task_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_tasks(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_tasks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Tasks(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.TaskFilter), fc.Args["orderBy"].(*model.TaskOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaskConnection) graphql.Marshaler {
+			return ec.marshalOTaskConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskConnection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_tasks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_tasks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_taskCounts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_taskCounts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().TaskCounts(ctx, fc.Args["filter"].(*model.TaskFilter), fc.Args["groupBy"].(domain.TaskCountGroup))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.TaskCounts) graphql.Marshaler {
+			return ec.marshalOTaskCounts2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCounts(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_taskCounts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskCounts(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_taskCounts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5394,6 +5923,130 @@ func (ec *executionContext) fieldContext_TaskConnection_pageInfo(_ context.Conte
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaskCountGroupCount_key(ctx context.Context, field graphql.CollectedField, obj *domain.TaskCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskCountGroupCount_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskCountGroupCount_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskCountGroupCount", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TaskCountGroupCount_count(ctx context.Context, field graphql.CollectedField, obj *domain.TaskCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskCountGroupCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskCountGroupCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskCountGroupCount", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TaskCounts_groupBy(ctx context.Context, field graphql.CollectedField, obj *domain.TaskCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskCounts_groupBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GroupBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.TaskCountGroup) graphql.Marshaler {
+			return ec.marshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskCounts_groupBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskCounts", field, false, false, errors.New("field of type TaskCountGroup does not have child fields"))
+}
+
+func (ec *executionContext) _TaskCounts_total(ctx context.Context, field graphql.CollectedField, obj *domain.TaskCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskCounts_total(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskCounts_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TaskCounts_groups(ctx context.Context, field graphql.CollectedField, obj *domain.TaskCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskCounts_groups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Groups, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.TaskCount) graphql.Marshaler {
+			return ec.marshalNTaskCountGroupCount2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskCounts_groups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaskCounts",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskCountGroupCount(ctx, field)
 		},
 	}
 	return fc, nil
@@ -7437,6 +8090,129 @@ func (ec *executionContext) unmarshalInputCreateWebhookInput(ctx context.Context
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputTaskFilter(ctx context.Context, obj any) (model.TaskFilter, error) {
+	var it model.TaskFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectIds", "statuses", "assigneeIds", "unassigned", "assignedToMe", "dueAfter", "dueBefore", "updatedAfter", "query"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIds = graphql.OmittableOf(data)
+		case "statuses":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statuses"))
+			data, err := ec.unmarshalOTaskStatus2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatusᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Statuses = graphql.OmittableOf(data)
+		case "assigneeIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("assigneeIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AssigneeIds = graphql.OmittableOf(data)
+		case "unassigned":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("unassigned"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Unassigned = graphql.OmittableOf(data)
+		case "assignedToMe":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("assignedToMe"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AssignedToMe = graphql.OmittableOf(data)
+		case "dueAfter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dueAfter"))
+			data, err := ec.unmarshalODateTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DueAfter = graphql.OmittableOf(data)
+		case "dueBefore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dueBefore"))
+			data, err := ec.unmarshalODateTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DueBefore = graphql.OmittableOf(data)
+		case "updatedAfter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAfter"))
+			data, err := ec.unmarshalODateTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAfter = graphql.OmittableOf(data)
+		case "query":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("query"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Query = graphql.OmittableOf(data)
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputTaskOrder(ctx context.Context, obj any) (model.TaskOrder, error) {
+	var it model.TaskOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"field", "direction"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNTaskOrderField2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputUpdateApiKeyInput(ctx context.Context, obj any) (model.UpdateAPIKeyInput, error) {
 	var it model.UpdateAPIKeyInput
 	if obj == nil {
@@ -8510,6 +9286,11 @@ func (ec *executionContext) _Project(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "taskCounts":
+			out.Values[i] = ec._Project_taskCounts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "tasks":
 			field := field
 
@@ -8660,6 +9441,59 @@ func (ec *executionContext) _ProjectEdge(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var projectTaskCountsImplementors = []string{"ProjectTaskCounts"}
+
+func (ec *executionContext) _ProjectTaskCounts(ctx context.Context, sel ast.SelectionSet, obj *domain.StatusCounts) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, projectTaskCountsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProjectTaskCounts")
+		case "open":
+			out.Values[i] = ec._ProjectTaskCounts_open(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inProgress":
+			out.Values[i] = ec._ProjectTaskCounts_inProgress(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "done":
+			out.Values[i] = ec._ProjectTaskCounts_done(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "archived":
+			out.Values[i] = ec._ProjectTaskCounts_archived(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -8778,6 +9612,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_task(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "tasks":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_tasks(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "taskCounts":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_taskCounts(ctx, field)
 				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -9062,6 +9940,97 @@ func (ec *executionContext) _TaskConnection(ctx context.Context, sel ast.Selecti
 			}
 		case "pageInfo":
 			out.Values[i] = ec._TaskConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var taskCountGroupCountImplementors = []string{"TaskCountGroupCount"}
+
+func (ec *executionContext) _TaskCountGroupCount(ctx context.Context, sel ast.SelectionSet, obj *domain.TaskCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taskCountGroupCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaskCountGroupCount")
+		case "key":
+			out.Values[i] = ec._TaskCountGroupCount_key(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._TaskCountGroupCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var taskCountsImplementors = []string{"TaskCounts"}
+
+func (ec *executionContext) _TaskCounts(ctx context.Context, sel ast.SelectionSet, obj *domain.TaskCounts) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taskCountsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaskCounts")
+		case "groupBy":
+			out.Values[i] = ec._TaskCounts_groupBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "total":
+			out.Values[i] = ec._TaskCounts_total(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "groups":
+			out.Values[i] = ec._TaskCounts_groups(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -10164,6 +11133,16 @@ func (ec *executionContext) marshalNJSON2encodingᚋjsonᚐRawMessage(ctx contex
 	return res
 }
 
+func (ec *executionContext) unmarshalNOrderDirection2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (model.OrderDirection, error) {
+	var res model.OrderDirection
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNOrderDirection2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v model.OrderDirection) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -10222,6 +11201,10 @@ func (ec *executionContext) marshalNProjectEdge2ᚕgithubᚗcomᚋworktrackᚋwo
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNProjectTaskCounts2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatusCounts(ctx context.Context, sel ast.SelectionSet, v domain.StatusCounts) graphql.Marshaler {
+	return ec._ProjectTaskCounts(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNRole2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐRole(ctx context.Context, v any) (domain.Role, error) {
@@ -10339,6 +11322,56 @@ func (ec *executionContext) marshalNTaskConnection2ᚖgithubᚗcomᚋworktrack�
 	return ec._TaskConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup(ctx context.Context, v any) (domain.TaskCountGroup, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup(ctx context.Context, sel ast.SelectionSet, v domain.TaskCountGroup) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup = map[string]domain.TaskCountGroup{
+		"STATUS":   domain.CountByStatus,
+		"ASSIGNEE": domain.CountByAssignee,
+		"PROJECT":  domain.CountByProject,
+	}
+	marshalNTaskCountGroup2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountGroup = map[domain.TaskCountGroup]string{
+		domain.CountByStatus:   "STATUS",
+		domain.CountByAssignee: "ASSIGNEE",
+		domain.CountByProject:  "PROJECT",
+	}
+)
+
+func (ec *executionContext) marshalNTaskCountGroupCount2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCount(ctx context.Context, sel ast.SelectionSet, v domain.TaskCount) graphql.Marshaler {
+	return ec._TaskCountGroupCount(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTaskCountGroupCount2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCountᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.TaskCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTaskCountGroupCount2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNTaskEdge2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskEdge(ctx context.Context, sel ast.SelectionSet, v model.TaskEdge) graphql.Marshaler {
 	return ec._TaskEdge(ctx, sel, &v)
 }
@@ -10358,6 +11391,36 @@ func (ec *executionContext) marshalNTaskEdge2ᚕgithubᚗcomᚋworktrackᚋworkt
 
 	return ret
 }
+
+func (ec *executionContext) unmarshalNTaskOrderField2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskOrderField(ctx context.Context, v any) (domain.TaskOrderField, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNTaskOrderField2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskOrderField[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTaskOrderField2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskOrderField(ctx context.Context, sel ast.SelectionSet, v domain.TaskOrderField) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNTaskOrderField2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskOrderField[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNTaskOrderField2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskOrderField = map[string]domain.TaskOrderField{
+		"CREATED_AT": domain.TaskOrderCreatedAt,
+		"UPDATED_AT": domain.TaskOrderUpdatedAt,
+		"DUE_AT":     domain.TaskOrderDueAt,
+	}
+	marshalNTaskOrderField2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskOrderField = map[domain.TaskOrderField]string{
+		domain.TaskOrderCreatedAt: "CREATED_AT",
+		domain.TaskOrderUpdatedAt: "UPDATED_AT",
+		domain.TaskOrderDueAt:     "DUE_AT",
+	}
+)
 
 func (ec *executionContext) unmarshalNTaskStatus2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatus(ctx context.Context, v any) (domain.Status, error) {
 	tmp, err := graphql.UnmarshalString(v)
@@ -10986,6 +12049,72 @@ func (ec *executionContext) marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrack
 		return graphql.Null
 	}
 	return ec._Task(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOTaskConnection2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskConnection(ctx context.Context, sel ast.SelectionSet, v *model.TaskConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TaskConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOTaskCounts2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐTaskCounts(ctx context.Context, sel ast.SelectionSet, v *domain.TaskCounts) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TaskCounts(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOTaskFilter2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskFilter(ctx context.Context, v any) (*model.TaskFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTaskFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTaskOrder2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskOrder(ctx context.Context, v any) (*model.TaskOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTaskOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTaskStatus2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatusᚄ(ctx context.Context, v any) ([]domain.Status, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]domain.Status, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTaskStatus2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatus(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOTaskStatus2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Status) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTaskStatus2githubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatus(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOTaskStatus2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋcoreᚋdomainᚐStatus(ctx context.Context, v any) (*domain.Status, error) {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -38,38 +39,28 @@ type taskPageKey struct {
 }
 
 // taskPageArgs are the arguments of a Project.tasks field, as gqlgen decoded
-// them. withAssignees says the selection reads the tasks' assignees, so the
-// page's batch also queues those users at once (see newLoaders).
+// them, in comparable form (they key the loader and the prefetches): query
+// is the JSON of the field's domain.TaskQuery, read back by listTaskPages.
+// withAssignees says the selection reads the tasks' assignees, so the page's
+// batch also queues those users at once (see newLoaders).
 type taskPageArgs struct {
-	status        domain.Status // "" matches every status
-	assigneeID    string
-	hasAssignee   bool
+	query         string
 	page          domain.PageRequest
 	withAssignees bool
 }
 
-func newTaskPageArgs(req domain.PageRequest, status *domain.Status, assigneeID *string, withAssignees bool) taskPageArgs {
-	a := taskPageArgs{page: req, withAssignees: withAssignees}
-	if status != nil {
-		a.status = *status
+func newTaskPageArgs(req domain.PageRequest, q domain.TaskQuery, withAssignees bool) taskPageArgs {
+	b, err := json.Marshal(q)
+	if err != nil { // a struct of strings, times and bools always marshals
+		panic(err)
 	}
-	if assigneeID != nil {
-		a.assigneeID, a.hasAssignee = *assigneeID, true
-	}
-	return a
+	return taskPageArgs{query: string(b), page: req, withAssignees: withAssignees}
 }
 
-func (a taskPageArgs) filter() app.TaskListFilter {
-	var f app.TaskListFilter
-	if a.status != "" {
-		s := a.status
-		f.Status = &s
-	}
-	if a.hasAssignee {
-		id := a.assigneeID
-		f.AssigneeID = &id
-	}
-	return f
+func (a taskPageArgs) taskQuery() (domain.TaskQuery, error) {
+	var q domain.TaskQuery
+	err := json.Unmarshal([]byte(a.query), &q)
+	return q, err
 }
 
 // projectList is one list of projects a resolver returned: the ids in it,
@@ -116,7 +107,16 @@ func newLoaders(a *app.App, who domain.Actor, wait time.Duration) *loaders {
 func (l *loaders) listTaskPages(ctx context.Context, keys []taskPageKey) ([]domain.Page[domain.Task], []error) {
 	reqs := make([]app.TaskListRequest, len(keys))
 	for i, k := range keys {
-		reqs[i] = app.TaskListRequest{ProjectID: k.projectID, Filter: k.args.filter(), Page: k.args.page}
+		q, err := k.args.taskQuery()
+		if err != nil {
+			pages := make([]domain.Page[domain.Task], len(keys))
+			errs := make([]error, len(keys))
+			for j := range errs {
+				errs[j] = err
+			}
+			return pages, errs
+		}
+		reqs[i] = app.TaskListRequest{ProjectID: k.projectID, Query: q, Page: k.args.page}
 	}
 	return l.app.Tasks.ListMany(ctx, l.who, reqs)
 }

@@ -155,12 +155,20 @@ func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*domain
 	return &k, nil
 }
 
-func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string) (*model.TaskConnection, error) {
+func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first *int, after *string, status *domain.Status, assigneeID *string, filter *model.TaskFilter, orderBy *model.TaskOrder) (*model.TaskConnection, error) {
 	l := loadersOf(ctx)
-	args := newTaskPageArgs(pageRequest(first, after), status, assigneeID, selectsTaskAssignee(ctx))
+	q, err := projectTaskQuery(status, assigneeID, filter, orderBy)
+	if err != nil {
+		return nil, withFilterParams(err, nil)
+	}
+	args := newTaskPageArgs(pageRequest(first, after), q, selectsTaskAssignee(ctx))
 	page, err := l.taskPage(ctx, taskPageKey{projectID: obj.ID, args: args})
 	if err != nil {
-		return nil, err
+		var renames map[string]string
+		if assigneeID != nil {
+			renames = map[string]string{domain.ParamAssigneeID: "assigneeId"}
+		}
+		return nil, withFilterParams(err, renames)
 	}
 	// The project is not primed from obj: under an event obj is the project
 	// as the event recorded it, and its tasks' project is the current one.
@@ -212,6 +220,23 @@ func (r *queryResolver) Task(ctx context.Context, id string) (*model.Task, error
 		return nil, err
 	}
 	return oneTask(ctx, t), nil
+}
+
+func (r *queryResolver) Tasks(ctx context.Context, first *int, after *string, filter *model.TaskFilter, orderBy *model.TaskOrder) (*model.TaskConnection, error) {
+	page, err := r.App.Tasks.List(ctx, actor(ctx), app.TaskListRequest{Query: taskQuery(filter, orderBy), Page: pageRequest(first, after)})
+	if err != nil {
+		return nil, withFilterParams(err, nil)
+	}
+	queue := taskRefs{project: selectsTaskProject(ctx), assignee: selectsTaskAssignee(ctx)}
+	return loadersOf(ctx).taskConnection(ctx, page, queue), nil
+}
+
+func (r *queryResolver) TaskCounts(ctx context.Context, filter *model.TaskFilter, groupBy domain.TaskCountGroup) (*domain.TaskCounts, error) {
+	counts, err := r.App.Tasks.Count(ctx, actor(ctx), taskQuery(filter, nil), groupBy)
+	if err != nil {
+		return nil, withFilterParams(err, nil)
+	}
+	return &counts, nil
 }
 
 func (r *queryResolver) Webhooks(ctx context.Context, first *int, after *string) (*model.WebhookConnection, error) {

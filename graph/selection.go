@@ -37,6 +37,13 @@ func selectsTaskAssignee(ctx context.Context) bool {
 		typeTaskEdge, fieldAssignee, typeTask, typeNode)
 }
 
+// selectsTaskProject reports whether the current task connection field
+// reads its tasks' projects, as selectsTaskAssignee does their assignees.
+func selectsTaskProject(ctx context.Context) bool {
+	return connectionSelects(graphql.GetOperationContext(ctx), graphql.CollectFieldsCtx(ctx, []string{typeTaskConnection}),
+		typeTaskEdge, fieldProject, typeTask, typeNode)
+}
+
 // connectionSelects reports whether the fields of a connection read name of
 // its items, through nodes { name } or edges { node { name } }.
 func connectionSelects(op *graphql.OperationContext, fields []graphql.CollectedField, edgeType, name string, itemTypes ...string) bool {

@@ -94,12 +94,12 @@ func TestIllFormedReferencesAreValidationFailed(t *testing.T) {
 		scope := "projects:" + e.Workspace.ID
 		now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 		forged := []domain.Position{
-			{CreatedAt: now, ID: "prj_\x00"},
-			{CreatedAt: now, ID: "prj_\xff"},
-			{CreatedAt: now, ID: ""},
-			{CreatedAt: time.UnixMicro(-1 << 62), ID: prj},
-			{CreatedAt: time.UnixMicro(1 << 62), ID: prj},
-			{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), ID: prj},
+			{At: now, ID: "prj_\x00"},
+			{At: now, ID: "prj_\xff"},
+			{At: now, ID: ""},
+			{At: time.UnixMicro(-1 << 62), ID: prj},
+			{At: time.UnixMicro(1 << 62), ID: prj},
+			{At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), ID: prj},
 		}
 		for _, p := range forged {
 			e.Get("/v1/projects?cursor="+domain.EncodeCursor(scope, p), e.Guest.Key).ExpectError(t, 400, "validation_failed", "cursor")

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 
@@ -74,7 +73,7 @@ func seedTasks(tb testing.TB, e *apitest.Env, n int) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := e.DB.Gorm().Exec(`UPDATE projects SET task_count = ? WHERE id = ?`, n, prj).Error; err != nil {
+	if err := e.DB.Gorm().Exec(`UPDATE projects SET task_count = ?, open_count = ?, done_count = ? WHERE id = ?`, n, n-n/4, n/4, prj).Error; err != nil {
 		tb.Fatal(err)
 	}
 	if err := e.DB.Gorm().Exec(`ANALYZE tasks`).Error; err != nil {
@@ -131,47 +130,3 @@ func BenchmarkListTasks(b *testing.B) {
 	}
 }
 
-// TestTaskListPlansAreKeysetRangeScans checks with EXPLAIN that every filter
-// combination of the task list reads an index range in order, with no sort
-// and no scan of rows before the cursor, 4,000 pages deep in 100,000 tasks.
-func TestTaskListPlansAreKeysetRangeScans(t *testing.T) {
-	e := apitest.New(t, storetest.Postgres(t))
-	prj := seedTasks(t, e, 100_000)
-	after := time.Date(2026, 1, 1, 0, 0, 80, 0, time.UTC)
-	for _, tc := range []struct {
-		name, where string
-		args        []any
-	}{
-		{"none", "", nil},
-		{"status", " AND status = ?", []any{"open"}},
-		{"assignee", " AND assignee_id = ?", []any{e.Member.User.ID}},
-		{"both", " AND status = ? AND assignee_id = ?", []any{"open", e.Member.User.ID}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := append([]any{prj, e.Workspace.ID}, tc.args...)
-			args = append(args, after, "tsk_x")
-			var lines []string
-			rows, err := e.DB.Gorm().Raw(`EXPLAIN SELECT * FROM tasks WHERE project_id = ? AND workspace_id = ?`+tc.where+
-				` AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT 21`, args...).Rows()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var l string
-				if err := rows.Scan(&l); err != nil {
-					t.Fatal(err)
-				}
-				lines = append(lines, l)
-			}
-			plan := strings.Join(lines, "\n")
-			if !strings.Contains(plan, "Index Scan using tasks_project_") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
-				t.Fatalf("not a keyset range scan:\n%s", plan)
-			}
-			if !strings.Contains(plan, "Index Cond") || !strings.Contains(plan, "created_at") {
-				t.Fatalf("the cursor is not part of the index condition:\n%s", plan)
-			}
-		})
-	}
-
-}

@@ -28,7 +28,7 @@ func TestCreateProject(t *testing.T) {
 		e := apitest.New(t, db)
 		res := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "  Launch  ", "key": "LAUNCH"})
 		res.ExpectStatus(t, http.StatusCreated)
-		if got := keysOf(res.JSON); got != "created_at,id,key,name,object,task_count,updated_at" {
+		if got := keysOf(res.JSON); got != "created_at,id,key,name,object,task_count,task_counts,updated_at" {
 			t.Fatalf("fields: %s", got)
 		}
 		if !strings.HasPrefix(res.Str("id"), "prj_") || res.Str("object") != "project" ||

@@ -69,6 +69,8 @@ func scopeTable(f scopeFixtures) map[string]scopeRoute {
 		"PATCH /v1/projects/:projectId":              {domain.ScopeProjectsWrite, "/v1/projects/" + f.project, map[string]any{"name": "Renamed"}, 200},
 		"GET /v1/projects/:projectId/tasks":          {domain.ScopeTasksRead, "/v1/projects/" + f.project + "/tasks", nil, 200},
 		"POST /v1/projects/:projectId/tasks":         {domain.ScopeTasksWrite, "/v1/projects/" + f.project + "/tasks", map[string]any{"title": "t"}, 201},
+		"GET /v1/tasks":                              {domain.ScopeTasksRead, "/v1/tasks?assignee_id=me,none&sort=-due_at", nil, 200},
+		"GET /v1/tasks/counts":                       {domain.ScopeTasksRead, "/v1/tasks/counts?group_by=assignee_id", nil, 200},
 		"GET /v1/tasks/:taskId":                      {domain.ScopeTasksRead, "/v1/tasks/" + f.task, nil, 200},
 		"PATCH /v1/tasks/:taskId":                    {domain.ScopeTasksWrite, "/v1/tasks/" + f.task, map[string]any{"title": "u"}, 200},
 		"DELETE /v1/tasks/:taskId":                   {domain.ScopeTasksWrite, "/v1/tasks/" + f.doomedTask, nil, 204},

@@ -7,7 +7,6 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/wire"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -50,27 +49,6 @@ func taskBody(obj httpedge.Object) (domain.TaskFields, error) {
 		return f, err
 	}
 	return f, nil
-}
-
-func (s *Server) listTasks(c *gin.Context) error {
-	req, err := pageRequest(c)
-	if err != nil {
-		return err
-	}
-	var f app.TaskListFilter
-	if v, ok := c.GetQuery("status"); ok {
-		st := domain.Status(v)
-		f.Status = &st
-	}
-	if v, ok := c.GetQuery("assignee_id"); ok {
-		f.AssigneeID = &v
-	}
-	page, err := s.app.Tasks.List(c.Request.Context(), Actor(c), c.Param("projectId"), f, req)
-	if err != nil {
-		return err
-	}
-	httpedge.JSON(c, http.StatusOK, wire.FromPage(page, wire.FromTask))
-	return nil
 }
 
 func (s *Server) getTask(c *gin.Context) error {

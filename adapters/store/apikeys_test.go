@@ -72,7 +72,7 @@ func TestAPIKeyStore(t *testing.T) {
 			early := newKey(t, db, u2, 0, base.Add(-time.Second))
 			tie1, tie2 := newKey(t, db, u2, 0, base), newKey(t, db, u2, 0, base)
 			want := []domain.APIKey{early, tie1, tie2, later}
-			sortByPosition(want, func(k domain.APIKey) domain.Position { return domain.Position{CreatedAt: k.CreatedAt, ID: k.ID} })
+			sortByPosition(want, func(k domain.APIKey) domain.Position { return domain.Position{At: k.CreatedAt, ID: k.ID} })
 			got, err := s.FindAPIKeysByUser(ctx, u2.ID)
 			if err != nil {
 				t.Fatal(err)

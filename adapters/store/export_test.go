@@ -5,6 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
 
@@ -22,3 +23,18 @@ var Numbered = numbered
 
 // Unpositioned exposes the sequencer's predicate to the plan checks.
 const Unpositioned = unpositioned
+
+// TaskPageSQL exposes the statement of one page of a task list, with its
+// arguments, to the plan checks.
+func TaskPageSQL(dialect string, f ports.TaskFilter) (string, []any) {
+	q := taskQuery{dialect: dialect}
+	q.page(f, -1)
+	return q.sql.String(), q.args
+}
+
+// TaskCountSQL exposes the statement counting a task list by group.
+func TaskCountSQL(dialect string, f ports.TaskFilter, by domain.TaskCountGroup) (string, []any) {
+	q := taskQuery{dialect: dialect}
+	q.count(f, by)
+	return q.sql.String(), q.args
+}

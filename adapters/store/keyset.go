@@ -12,7 +12,7 @@ import (
 // first one does.
 func page(q *gorm.DB, after *domain.Position, limit int) *gorm.DB {
 	if after != nil {
-		q = q.Where("(created_at, id) > (?, ?)", Time(after.CreatedAt), after.ID)
+		q = q.Where("(created_at, id) > (?, ?)", Time(after.At), after.ID)
 	}
 	q = q.Order("created_at, id")
 	if limit > 0 {

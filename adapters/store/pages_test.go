@@ -18,7 +18,7 @@ func compareStrings(a, b string) int { return strings.Compare(a, b) }
 func sortByPosition[T any](items []T, pos func(T) domain.Position) {
 	slices.SortFunc(items, func(a, b T) int {
 		pa, pb := pos(a), pos(b)
-		if c := pa.CreatedAt.Compare(pb.CreatedAt); c != 0 {
+		if c := pa.At.Compare(pb.At); c != 0 {
 			return c
 		}
 		return strings.Compare(pa.ID, pb.ID)

@@ -17,8 +17,13 @@ type projectRow struct {
 	Name        string `gorm:"column:name"`
 	Key         string `gorm:"column:key"`
 	TaskCount   int    `gorm:"column:task_count"`
-	CreatedAt   Time   `gorm:"column:created_at"`
-	UpdatedAt   Time   `gorm:"column:updated_at"`
+	// The task counts by status, kept with task_count (migration 00010).
+	OpenCount       int  `gorm:"column:open_count"`
+	InProgressCount int  `gorm:"column:in_progress_count"`
+	DoneCount       int  `gorm:"column:done_count"`
+	ArchivedCount   int  `gorm:"column:archived_count"`
+	CreatedAt       Time `gorm:"column:created_at"`
+	UpdatedAt       Time `gorm:"column:updated_at"`
 }
 
 func (projectRow) TableName() string { return "projects" }
@@ -26,6 +31,8 @@ func (projectRow) TableName() string { return "projects" }
 func projectToRow(p domain.Project) projectRow {
 	return projectRow{
 		ID: p.ID, WorkspaceID: p.WorkspaceID, Name: p.Name, Key: p.Key, TaskCount: p.TaskCount,
+		OpenCount: p.StatusCounts.Open, InProgressCount: p.StatusCounts.InProgress,
+		DoneCount: p.StatusCounts.Done, ArchivedCount: p.StatusCounts.Archived,
 		CreatedAt: Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt),
 	}
 }
@@ -33,6 +40,9 @@ func projectToRow(p domain.Project) projectRow {
 func projectFromRow(r projectRow) (domain.Project, error) {
 	return domain.RestoreProject(domain.Project{
 		ID: r.ID, WorkspaceID: r.WorkspaceID, Name: r.Name, Key: r.Key, TaskCount: r.TaskCount,
+		StatusCounts: domain.StatusCounts{
+			Open: r.OpenCount, InProgress: r.InProgressCount, Done: r.DoneCount, Archived: r.ArchivedCount,
+		},
 		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
 	})
 }
@@ -130,16 +140,23 @@ func (s *ProjectStore) UpdateProject(ctx context.Context, p domain.Project) erro
 	return nil
 }
 
-// AddTaskCount adds delta to the project's task_count in one UPDATE, never
-// read-modify-write, so concurrent task creations and deletions cannot make
-// it drift; updated_at is left alone. resource_not_found when the project is
-// absent from the workspace. The column's CHECK refuses a negative count.
-func (s *ProjectStore) AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error {
+// AddTaskCounts adds delta to the project's status counts, and their total
+// to its task_count, in one UPDATE, never read-modify-write, so concurrent
+// task creations, status changes and deletions cannot make them drift;
+// updated_at is left alone. resource_not_found when the project is absent
+// from the workspace. The columns' CHECKs refuse a negative count.
+func (s *ProjectStore) AddTaskCounts(ctx context.Context, workspaceID, id string, delta domain.StatusCounts) error {
 	res := s.db.conn(ctx).Model(&projectRow{}).
 		Where("workspace_id = ? AND id = ?", workspaceID, id).
-		UpdateColumn("task_count", gorm.Expr("task_count + ?", delta))
+		UpdateColumns(map[string]any{
+			"task_count":        gorm.Expr("task_count + ?", delta.Total()),
+			"open_count":        gorm.Expr("open_count + ?", delta.Open),
+			"in_progress_count": gorm.Expr("in_progress_count + ?", delta.InProgress),
+			"done_count":        gorm.Expr("done_count + ?", delta.Done),
+			"archived_count":    gorm.Expr("archived_count + ?", delta.Archived),
+		})
 	if res.Error != nil {
-		return fmt.Errorf("store: add to task count: %w", res.Error)
+		return fmt.Errorf("store: add to task counts: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return domain.NotFound("project", id)

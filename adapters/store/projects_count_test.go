@@ -12,27 +12,31 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-func TestAddTaskCount(t *testing.T) {
+func TestAddTaskCounts(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Projects()
 		ws, other := newWorkspace(t, db), newWorkspace(t, db)
 		p := newProject(t, db, ws, "CNT", base)
+		create := domain.StatusCounts{Open: 1}
+		move := domain.StatusCounts{Open: -1, Done: 1} // a status change: the total stays
+		remove := domain.StatusCounts{Done: -1}
 
-		// Concurrent increments and decrements: no update is lost.
+		// Concurrent creations, moves and deletions: no update is lost.
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				delta := 1
-				if i%4 == 3 {
-					delta = -1 // every fourth undoes a previous one: net +10 over 20
-					if err := s.AddTaskCount(ctx, ws.ID, p.ID, 2); err != nil {
-						t.Error(err)
-						return
-					}
+				steps := []domain.StatusCounts{create}
+				switch i % 4 {
+				case 1:
+					steps = append(steps, move)
+				case 3:
+					steps = append(steps, move, remove)
 				}
-				if err := s.AddTaskCount(ctx, ws.ID, p.ID, delta); err != nil {
-					t.Error(err)
+				for _, d := range steps {
+					if err := s.AddTaskCounts(ctx, ws.ID, p.ID, d); err != nil {
+						t.Error(err)
+					}
 				}
 			})
 		}
@@ -42,16 +46,17 @@ func TestAddTaskCount(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := p
-		want.TaskCount = 15*1 + 5*(2-1)
+		want.TaskCount = 20 - 5
+		want.StatusCounts = domain.StatusCounts{Open: 10, Done: 5}
 		equal(t, "project after counting (updated_at untouched)", got, want)
 
-		wantCode(t, s.AddTaskCount(ctx, other.ID, p.ID, 1), domain.CodeNotFound, "")
-		wantCode(t, s.AddTaskCount(ctx, ws.ID, "prj_absent", 1), domain.CodeNotFound, "")
-		if err := s.AddTaskCount(ctx, ws.ID, p.ID, -want.TaskCount-1); err == nil {
-			t.Fatal("task_count went negative")
+		wantCode(t, s.AddTaskCounts(ctx, other.ID, p.ID, create), domain.CodeNotFound, "")
+		wantCode(t, s.AddTaskCounts(ctx, ws.ID, "prj_absent", create), domain.CodeNotFound, "")
+		if err := s.AddTaskCounts(ctx, ws.ID, p.ID, domain.StatusCounts{Archived: -1}); err == nil {
+			t.Fatal("archived_count went negative")
 		}
-		if got, _ := s.FindProjectByID(ctx, ws.ID, p.ID); got.TaskCount != want.TaskCount {
-			t.Fatalf("task_count = %d after refused updates, want %d", got.TaskCount, want.TaskCount)
+		if got, _ := s.FindProjectByID(ctx, ws.ID, p.ID); got.TaskCount != want.TaskCount || got.StatusCounts != want.StatusCounts {
+			t.Fatalf("counts = %d %+v after a refused update, want %d %+v", got.TaskCount, got.StatusCounts, want.TaskCount, want.StatusCounts)
 		}
 	})
 }

@@ -111,7 +111,7 @@ func TestFindProjectsPages(t *testing.T) {
 		// A position between rows (as left by a deleted row) continues with
 		// the next row after it.
 		mid := want[4]
-		after := domain.Position{CreatedAt: mid.CreatedAt, ID: mid.ID + "!"}
+		after := domain.Position{At: mid.CreatedAt, ID: mid.ID + "!"}
 		got, err := db.Projects().FindProjects(context.Background(), ports.ProjectFilter{WorkspaceID: ws.ID, After: &after, Limit: 100})
 		if err != nil {
 			t.Fatal(err)

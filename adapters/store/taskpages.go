@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -19,7 +17,7 @@ const taskColumns = "id, workspace_id, project_id, title, status, assignee_id, d
 // LIMIT that FindTasks runs, so every page costs what it costs alone (never
 // the whole project, as a window function over the projects' tasks would).
 // A literal slot column says which filter a row answers. Both dialects run
-// the same SQL. The i-th result answers fs[i], in (created_at, id) order.
+// the same SQL. The i-th result answers fs[i], in its filter's order.
 func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([][]domain.Task, error) {
 	if len(fs) == 0 {
 		return [][]domain.Task{}, nil
@@ -31,18 +29,17 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 // statement.
 func (s *TaskStore) findTaskPages(ctx context.Context, fs []ports.TaskFilter) ([][]domain.Task, error) {
 	out := make([][]domain.Task, len(fs))
-	var q strings.Builder
-	args := make([]any, 0, 6*len(fs))
+	q := taskQuery{dialect: s.db.dialect, args: make([]any, 0, 6*len(fs))}
 	for i, f := range fs {
 		if i > 0 {
-			q.WriteString(" UNION ALL ")
+			q.write(" UNION ALL ")
 		}
 		// i is an int of ours, not client input: formatting it is safe.
-		fmt.Fprintf(&q, "SELECT * FROM (SELECT %d AS slot, %s FROM tasks WHERE ", i, taskColumns)
-		args = taskPageWhere(&q, f, args)
-		fmt.Fprintf(&q, ") AS page%d", i)
+		q.write("SELECT * FROM (")
+		q.page(f, i)
+		q.write(fmt.Sprintf(") AS page%d", i))
 	}
-	err := s.db.read(ctx, q.String(), args, scanTasks(true, func(slot int, t domain.Task) error {
+	err := s.db.read(ctx, q.sql.String(), q.args, scanTasks(true, func(slot int, t domain.Task) error {
 		if slot < 0 || slot >= len(out) {
 			return fmt.Errorf("row for unknown slot %d", slot)
 		}
@@ -57,43 +54,9 @@ func (s *TaskStore) findTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 			out[i] = []domain.Task{}
 			continue
 		}
-		// Each branch is ordered, but UNION ALL does not promise to keep
-		// the order of a branch's rows.
-		page := out[i]
-		sort.Slice(page, func(a, b int) bool {
-			if !page[a].CreatedAt.Equal(page[b].CreatedAt) {
-				return page[a].CreatedAt.Before(page[b].CreatedAt)
-			}
-			return page[a].ID < page[b].ID
-		})
+		out[i] = sortTasks(out[i], fs[i].Order, fs[i].Limit)
 	}
 	return out, nil
-}
-
-// taskPageWhere writes the WHERE conditions, order and limit of one page
-// of f (a keyset range scan of the index for f's filters) to q, and returns
-// args with their arguments appended.
-func taskPageWhere(q *strings.Builder, f ports.TaskFilter, args []any) []any {
-	q.WriteString("project_id = ? AND workspace_id = ?")
-	args = append(args, f.ProjectID, f.WorkspaceID)
-	if f.Status != nil {
-		q.WriteString(" AND status = ?")
-		args = append(args, string(*f.Status))
-	}
-	if f.AssigneeID != nil {
-		q.WriteString(" AND assignee_id = ?")
-		args = append(args, *f.AssigneeID)
-	}
-	if f.After != nil {
-		q.WriteString(" AND (created_at, id) > (?, ?)")
-		args = append(args, Time(f.After.CreatedAt), f.After.ID)
-	}
-	q.WriteString(" ORDER BY created_at, id")
-	if f.Limit > 0 {
-		q.WriteString(" LIMIT ?")
-		args = append(args, f.Limit)
-	}
-	return args
 }
 
 // scanTasks is a read's scan function for task rows (taskColumns, after a

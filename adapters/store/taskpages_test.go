@@ -34,19 +34,19 @@ func TestFindTaskPagesIsFindTasksBatched(t *testing.T) {
 		newTask(t, db, foreign, domain.TaskFields{Title: domain.Set("F")}, base)
 
 		done := domain.StatusDone
-		firstTwo, err := db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p1.ID, Limit: 2})
+		firstTwo, err := db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectIDs: []string{p1.ID}, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		after := domain.Task.Position(firstTwo[1])
 		filters := []ports.TaskFilter{
-			{WorkspaceID: ws.ID, ProjectID: p1.ID, Limit: 3},
-			{WorkspaceID: ws.ID, ProjectID: p2.ID, Limit: 100},
-			{WorkspaceID: ws.ID, ProjectID: p1.ID, Status: &done, AssigneeID: &u.ID, Limit: 2},
-			{WorkspaceID: ws.ID, ProjectID: p1.ID, After: &after, Limit: 4},
-			{WorkspaceID: ws.ID, ProjectID: empty.ID, Limit: 5},
-			{WorkspaceID: ws.ID, ProjectID: foreign.ID, Limit: 5}, // another workspace's project: nothing
-			{WorkspaceID: ws.ID, ProjectID: p1.ID, Limit: 3},      // the same filter twice
+			{WorkspaceID: ws.ID, ProjectIDs: []string{p1.ID}, Limit: 3},
+			{WorkspaceID: ws.ID, ProjectIDs: []string{p2.ID}, Limit: 100},
+			{WorkspaceID: ws.ID, ProjectIDs: []string{p1.ID}, Statuses: []domain.Status{done}, AssigneeIDs: []string{u.ID}, Limit: 2},
+			{WorkspaceID: ws.ID, ProjectIDs: []string{p1.ID}, After: &after, Limit: 4},
+			{WorkspaceID: ws.ID, ProjectIDs: []string{empty.ID}, Limit: 5},
+			{WorkspaceID: ws.ID, ProjectIDs: []string{foreign.ID}, Limit: 5}, // another workspace's project: nothing
+			{WorkspaceID: ws.ID, ProjectIDs: []string{p1.ID}, Limit: 3},      // the same filter twice
 		}
 		counter := storetest.CountStatements(db)
 		got, err := db.Tasks().FindTaskPages(ctx, filters)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -120,20 +119,22 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 	})
 }
 
-// FindTasks lists a project's tasks in (created_at, id) order after f.After.
-// Each filter combination has an index ending in (created_at, id), so the
-// page is a range scan whatever its depth.
+// FindTasks lists the tasks f selects in f.Order after f.After. Each
+// order has an index ending in its key and id, so a page is a range scan
+// whatever its depth (docs/finding-tasks.md).
 func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain.Task, error) {
-	var q strings.Builder
-	q.WriteString("SELECT " + taskColumns + " FROM tasks WHERE ")
-	args := taskPageWhere(&q, f, make([]any, 0, 7))
+	q := taskQuery{dialect: s.db.dialect, args: make([]any, 0, 8)}
+	q.page(f, -1)
 	tasks := make([]domain.Task, 0, min(max(f.Limit, 0), 256))
-	err := s.db.read(ctx, q.String(), args, scanTasks(false, func(_ int, t domain.Task) error {
+	err := s.db.read(ctx, q.sql.String(), q.args, scanTasks(false, func(_ int, t domain.Task) error {
 		tasks = append(tasks, t)
 		return nil
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
+	}
+	if f.Order.Nullable() {
+		tasks = sortTasks(tasks, f.Order, f.Limit)
 	}
 	return tasks, nil
 }

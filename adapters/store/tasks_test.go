@@ -124,7 +124,14 @@ func TestFindTasksFiltersAndKeyset(t *testing.T) {
 				}
 				for _, size := range []int{1, 4, 100} {
 					got := collectPages(t, size, domain.Task.Position, func(after *domain.Position, limit int) ([]domain.Task, error) {
-						return db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p.ID, Status: tc.status, AssigneeID: tc.who, After: after, Limit: limit})
+						f := ports.TaskFilter{WorkspaceID: ws.ID, ProjectIDs: []string{p.ID}, After: after, Limit: limit}
+						if tc.status != nil {
+							f.Statuses = []domain.Status{*tc.status}
+						}
+						if tc.who != nil {
+							f.AssigneeIDs = []string{*tc.who}
+						}
+						return db.Tasks().FindTasks(ctx, f)
 					})
 					if want == nil {
 						want = []domain.Task{}
@@ -201,7 +208,7 @@ func TestCorruptTaskRowIsRefused(t *testing.T) {
 		if _, public := domain.AsError(err); err == nil || public {
 			t.Fatalf("FindTaskByID of a corrupt row: %v", err)
 		}
-		if _, err := db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p.ID, Limit: 10}); err == nil {
+		if _, err := db.Tasks().FindTasks(ctx, ports.TaskFilter{WorkspaceID: ws.ID, ProjectIDs: []string{p.ID}, Limit: 10}); err == nil {
 			t.Fatal("FindTasks handed out a corrupt row")
 		}
 	})

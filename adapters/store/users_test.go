@@ -137,9 +137,9 @@ func TestBatchesSplitAtMaxBatch(t *testing.T) {
 		}
 		filters := make([]ports.TaskFilter, 2*store.MaxBranches+1)
 		for i := range filters {
-			filters[i] = ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: domain.NewID(domain.PrefixProject), Limit: 2}
+			filters[i] = ports.TaskFilter{WorkspaceID: ws.ID, ProjectIDs: []string{domain.NewID(domain.PrefixProject)}, Limit: 2}
 		}
-		filters[store.MaxBranches] = ports.TaskFilter{WorkspaceID: ws.ID, ProjectID: p.ID, Limit: 2}
+		filters[store.MaxBranches] = ports.TaskFilter{WorkspaceID: ws.ID, ProjectIDs: []string{p.ID}, Limit: 2}
 		count.Reset()
 		pages, err := db.Tasks().FindTaskPages(ctx, filters)
 		if err != nil || len(pages) != len(filters) {

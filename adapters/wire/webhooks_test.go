@@ -44,13 +44,13 @@ func TestRenderTaskUpdated(t *testing.T) {
 }
 
 func TestRenderCreatedHasNoPreviousAttributes(t *testing.T) {
-	p := domain.Project{ID: "prj_1", Name: "Apollo", Key: "APO", TaskCount: 2, CreatedAt: at, UpdatedAt: at}
+	p := domain.Project{ID: "prj_1", Name: "Apollo", Key: "APO", TaskCount: 2, StatusCounts: domain.StatusCounts{Open: 1, Done: 1}, CreatedAt: at, UpdatedAt: at}
 	got, err := wire.Payloads{}.RenderEvent(domain.Event{ID: "evt_2", Type: domain.EventProjectCreated, CreatedAt: at, Data: p})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"id":"evt_2","object":"event","type":"project.created","created_at":"2026-03-01T09:00:00.123456Z",` +
-		`"data":{"id":"prj_1","object":"project","name":"Apollo","key":"APO","task_count":2,"created_at":"2026-03-01T09:00:00.123456Z","updated_at":"2026-03-01T09:00:00.123456Z"}}`
+		`"data":{"id":"prj_1","object":"project","name":"Apollo","key":"APO","task_count":2,"task_counts":{"open":1,"in_progress":0,"done":1,"archived":0},"created_at":"2026-03-01T09:00:00.123456Z","updated_at":"2026-03-01T09:00:00.123456Z"}}`
 	if string(got) != want {
 		t.Fatalf("payload:\n got %s\nwant %s", got, want)
 	}

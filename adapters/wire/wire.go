@@ -46,16 +46,52 @@ type Project struct {
 	Name      string `json:"name"`
 	Key       string `json:"key"`
 	TaskCount int    `json:"task_count"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	// TaskCounts is never nil in what Worktrack writes; events recorded
+	// before projects counted their tasks by status lack it.
+	TaskCounts *StatusCounts `json:"task_counts"`
+	CreatedAt  string        `json:"created_at"`
+	UpdatedAt  string        `json:"updated_at"`
+}
+
+// StatusCounts is a project's task_counts object.
+type StatusCounts struct {
+	Open       int `json:"open"`
+	InProgress int `json:"in_progress"`
+	Done       int `json:"done"`
+	Archived   int `json:"archived"`
 }
 
 // FromProject renders a project.
 func FromProject(p domain.Project) Project {
+	c := p.StatusCounts
 	return Project{
 		ID: p.ID, Object: "project", Name: p.Name, Key: p.Key, TaskCount: p.TaskCount,
-		CreatedAt: Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt),
+		TaskCounts: &StatusCounts{Open: c.Open, InProgress: c.InProgress, Done: c.Done, Archived: c.Archived},
+		CreatedAt:  Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt),
 	}
+}
+
+// TaskCounts is the answer of GET /v1/tasks/counts.
+type TaskCounts struct {
+	Object  string      `json:"object"`
+	GroupBy string      `json:"group_by"`
+	Total   int         `json:"total"`
+	Data    []TaskCount `json:"data"`
+}
+
+// TaskCount is one group of TaskCounts; Key is null for unassigned tasks.
+type TaskCount struct {
+	Key   *string `json:"key"`
+	Count int     `json:"count"`
+}
+
+// FromTaskCounts renders task counts.
+func FromTaskCounts(c domain.TaskCounts) TaskCounts {
+	out := TaskCounts{Object: "task_counts", GroupBy: string(c.GroupBy), Total: c.Total, Data: make([]TaskCount, 0, len(c.Groups))}
+	for _, g := range c.Groups {
+		out.Data = append(out.Data, TaskCount{Key: g.Key, Count: g.Count})
+	}
+	return out
 }
 
 // List is the API's list envelope.
@@ -145,6 +181,9 @@ func (t Task) Task(workspaceID string) (domain.Task, error) {
 // by the domain (domain.RestoreProject): what an event's payload recorded.
 func (p Project) Project(workspaceID string) (domain.Project, error) {
 	out := domain.Project{ID: p.ID, WorkspaceID: workspaceID, Name: p.Name, Key: p.Key, TaskCount: p.TaskCount}
+	if c := p.TaskCounts; c != nil {
+		out.StatusCounts = domain.StatusCounts{Open: c.Open, InProgress: c.InProgress, Done: c.Done, Archived: c.Archived}
+	}
 	var err error
 	if out.CreatedAt, err = parseTime("created_at", p.CreatedAt); err != nil {
 		return domain.Project{}, err

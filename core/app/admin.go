@@ -94,7 +94,7 @@ func (s *Admin) ListUsers(ctx context.Context, workspaceID string) ([]domain.Use
 			return all, nil
 		}
 		last := users[len(users)-1]
-		after = &domain.Position{CreatedAt: last.CreatedAt, ID: last.ID}
+		after = &domain.Position{At: last.CreatedAt, ID: last.ID}
 	}
 }
 

@@ -26,17 +26,11 @@ func apiKeyListScope(workspaceID string, userID *string) string {
 	return "api_keys:" + workspaceID + ":user=" + *userID
 }
 
-// taskListScope names a filtered task list, so that a cursor issued for one
-// filter is refused by another.
-func taskListScope(workspaceID, projectID string, f TaskListFilter) string {
-	status, assignee := "*", "*"
-	if f.Status != nil {
-		status = string(*f.Status)
-	}
-	if f.AssigneeID != nil {
-		assignee = *f.AssigneeID
-	}
-	return fmt.Sprintf("tasks:%s:%s:status=%s:assignee=%s", workspaceID, projectID, status, assignee)
+// taskListScope names a task list: one project's ("" for every project's)
+// with its filters and order in canonical form, so that a cursor issued for
+// one is refused by any other.
+func taskListScope(workspaceID, projectID, canonical string) string {
+	return fmt.Sprintf("tasks:%s:%s:%s", workspaceID, projectID, canonical)
 }
 
 func deliveryListScope(workspaceID, webhookID string, status *domain.DeliveryStatus) string {

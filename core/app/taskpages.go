@@ -2,25 +2,155 @@ package app
 
 import (
 	"context"
+	"slices"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-// TaskListRequest asks for one page of one project's task list.
+// TaskListRequest asks for one page of a task list: one project's when
+// ProjectID is set, else the tasks of every project the key sees.
 type TaskListRequest struct {
 	ProjectID string
-	Filter    TaskListFilter
+	Query     domain.TaskQuery
 	Page      domain.PageRequest
 }
 
-// ListMany is List for several task lists at once, with the same rules:
-// validation, tenancy, cursors and pages. The i-th page or error answers
-// reqs[i]. All the pages cost one statement, plus one when some page comes
-// back empty (to tell an empty project from an absent one), so that
-// GraphQL's Project.tasks under a list of projects costs the same whatever
-// the number of projects. resource_not_found for an absent or foreign
-// project; validation_failed (limit, cursor) for a bad page request.
+// List pages through a task list, filtered and ordered as r asks
+// (docs/finding-tasks.md). validation_failed naming the parameter for a bad
+// filter, order, limit or cursor; resource_not_found for an absent or
+// foreign project of a project's list.
+func (s *Tasks) List(ctx context.Context, a domain.Actor, r TaskListRequest) (domain.Page[domain.Task], error) {
+	var none domain.Page[domain.Task]
+	if err := a.Require(domain.ScopeTasksRead); err != nil {
+		return none, err
+	}
+	q, k, err := taskListQuery(a, r)
+	if err != nil {
+		return none, err
+	}
+	var tasks []domain.Task
+	if q.ProjectIDs == nil || len(q.ProjectIDs) > 0 {
+		if tasks, err = s.d.Tasks.FindTasks(ctx, q); err != nil {
+			return none, err
+		}
+	}
+	// A project's tasks are scoped by workspace and project, so any row
+	// proves the project is visible; only an empty page needs to ask
+	// whether it exists. A list request therefore costs one statement in
+	// the common case.
+	if len(tasks) == 0 && r.ProjectID != "" {
+		if _, err := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, r.ProjectID); err != nil {
+			return none, err
+		}
+	}
+	return domain.NewPage(tasks, k, r.Query.Order.Position), nil
+}
+
+// Count counts the tasks q selects among every project the key sees, by
+// group. validation_failed naming the parameter for a bad grouping or
+// filter.
+func (s *Tasks) Count(ctx context.Context, a domain.Actor, q domain.TaskQuery, by domain.TaskCountGroup) (domain.TaskCounts, error) {
+	if err := a.Require(domain.ScopeTasksRead); err != nil {
+		return domain.TaskCounts{}, err
+	}
+	if err := by.Validate(); err != nil {
+		return domain.TaskCounts{}, err
+	}
+	f, _, err := taskFilter(a, "", q)
+	if err != nil {
+		return domain.TaskCounts{}, err
+	}
+	out := domain.TaskCounts{GroupBy: by, Groups: []domain.TaskCount{}}
+	if f.ProjectIDs != nil && len(f.ProjectIDs) == 0 {
+		return out, nil
+	}
+	groups, err := s.d.Tasks.CountTasks(ctx, f, by)
+	if err != nil {
+		return domain.TaskCounts{}, err
+	}
+	out.Groups = append(out.Groups, groups...)
+	for _, g := range groups {
+		out.Total += g.Count
+	}
+	return out, nil
+}
+
+// taskListQuery checks one task list request and makes its store query and
+// keyset: the rules List and ListMany share, in one order. A bad page size
+// or filter is the request's fault whatever the project; an ill-formed or
+// unseen project is an absent project; then the cursor must belong to this
+// list, its filters and its order.
+func taskListQuery(a domain.Actor, r TaskListRequest) (ports.TaskFilter, domain.Keyset, error) {
+	if _, err := r.Page.Size(); err != nil {
+		return ports.TaskFilter{}, domain.Keyset{}, err
+	}
+	f, canonical, err := taskFilter(a, r.ProjectID, r.Query)
+	if err != nil {
+		return ports.TaskFilter{}, domain.Keyset{}, err
+	}
+	k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, canonical))
+	if err != nil {
+		return ports.TaskFilter{}, domain.Keyset{}, err
+	}
+	f.After, f.Limit = k.After, k.Rows()
+	return f, k, nil
+}
+
+// taskFilter validates q and makes the store's filter for the tasks of
+// project projectID ("" for every project) that q selects and the key sees,
+// with the query's canonical form (its me resolved). The filter's
+// ProjectIDs is empty, not nil, when the key sees none of the projects
+// asked for: the caller then answers without asking the store.
+func taskFilter(a domain.Actor, projectID string, q domain.TaskQuery) (ports.TaskFilter, string, error) {
+	if err := q.Validate(); err != nil {
+		return ports.TaskFilter{}, "", err
+	}
+	if projectID != "" {
+		if q.ProjectIDs != nil {
+			return ports.TaskFilter{}, "", domain.Invalid(domain.ParamProjectID, "Is not a filter of one project's tasks.")
+		}
+		if !domain.IsID(projectID, domain.PrefixProject) || !a.SeesProject(projectID) {
+			return ports.TaskFilter{}, "", domain.NotFound("project", projectID)
+		}
+	}
+	if q.AssignedToMe {
+		if a.UserID == "" {
+			return ports.TaskFilter{}, "", domain.Invalid(domain.ParamAssigneeID, "me names the key's user, and this call has no key.")
+		}
+		q.AssigneeIDs = append(slices.Clone(q.AssigneeIDs), a.UserID)
+		q.AssignedToMe = false
+	}
+	f := ports.TaskFilter{
+		WorkspaceID: a.WorkspaceID, Statuses: q.Statuses, AssigneeIDs: q.AssigneeIDs, Unassigned: q.Unassigned,
+		DueAfter: q.DueAfter, DueBefore: q.DueBefore, UpdatedAfter: q.UpdatedAfter, Order: q.Order,
+	}
+	if q.Text != nil {
+		f.Words = domain.SearchWords(*q.Text)
+	}
+	switch {
+	case projectID != "":
+		f.ProjectIDs = []string{projectID}
+	case q.ProjectIDs != nil:
+		f.ProjectIDs = []string{}
+		for _, id := range q.ProjectIDs {
+			if a.SeesProject(id) && !slices.Contains(f.ProjectIDs, id) {
+				f.ProjectIDs = append(f.ProjectIDs, id)
+			}
+		}
+	case a.Restricted():
+		f.ProjectIDs = slices.Clone(a.ProjectIDs)
+	}
+	return f, q.Canonical(), nil
+}
+
+// ListMany is List for several lists of one project's tasks at once, with
+// the same rules: validation, tenancy, cursors and pages. The i-th page or
+// error answers reqs[i]. All the pages cost one statement, plus one when
+// some page comes back empty (to tell an empty project from an absent one),
+// so that GraphQL's Project.tasks under a list of projects costs the same
+// whatever the number of projects. resource_not_found for an absent or
+// foreign project; validation_failed for a bad page request or filter.
 func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListRequest) ([]domain.Page[domain.Task], []error) {
 	pages := make([]domain.Page[domain.Task], len(reqs))
 	errs := make([]error, len(reqs))
@@ -42,6 +172,10 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 	var filters []ports.TaskFilter
 	var asked []int // asked[j] is the request filters[j] answers
 	for i, r := range reqs {
+		if r.ProjectID == "" {
+			errs[i] = domain.NotFound("project", r.ProjectID)
+			continue
+		}
 		q, k, err := taskListQuery(a, r)
 		if err != nil {
 			errs[i] = err
@@ -82,7 +216,7 @@ func (s *Tasks) ListMany(ctx context.Context, a domain.Actor, reqs []TaskListReq
 			errs[i] = domain.NotFound("project", reqs[i].ProjectID)
 			continue
 		}
-		pages[i] = domain.NewPage(found[j], keysets[i], domain.Task.Position)
+		pages[i] = domain.NewPage(found[j], keysets[i], reqs[i].Query.Order.Position)
 	}
 	return pages, errs
 }

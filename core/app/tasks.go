@@ -36,27 +36,6 @@ func (s *Tasks) record(ctx context.Context, a domain.Actor, typ domain.EventType
 	return s.d.Events.RecordEvent(ctx, newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, typ, t, changes))
 }
 
-// TaskListFilter narrows a project's task list; nil fields match everything.
-// Status arrives unvalidated from the edge and is checked by the list.
-type TaskListFilter struct {
-	Status     *domain.Status
-	AssigneeID *string
-}
-
-func (f TaskListFilter) validate() error {
-	if f.Status != nil {
-		if err := f.Status.Validate(); err != nil {
-			return err
-		}
-	}
-	// A value that cannot be a user id is refused like a body's assignee_id
-	// of nobody; a well-formed id of nobody simply matches no task.
-	if f.AssigneeID != nil && !domain.IsID(*f.AssigneeID, domain.PrefixUser) {
-		return domain.NotAnAssignee()
-	}
-	return nil
-}
-
 // Create adds a task to a project of the caller's workspace. Members and
 // admins only. resource_not_found for an absent or foreign project;
 // validation_failed for a bad field, including an assignee who is not a
@@ -82,7 +61,7 @@ func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in
 		if err := s.d.Tasks.CreateTask(ctx, t); err != nil {
 			return err
 		}
-		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, projectID, 1); err != nil {
+		if err := s.d.Projects.AddTaskCounts(ctx, a.WorkspaceID, projectID, domain.StatusCounts{}.Add(t.Status, 1)); err != nil {
 			return err
 		}
 		return s.record(ctx, a, domain.EventTaskCreated, t, nil)
@@ -140,57 +119,6 @@ func (s *Tasks) GetMany(ctx context.Context, a domain.Actor, ids []string) ([]do
 	return out, nil
 }
 
-// List pages through a project's tasks, oldest first. resource_not_found
-// for an absent or foreign project.
-func (s *Tasks) List(ctx context.Context, a domain.Actor, projectID string, f TaskListFilter, req domain.PageRequest) (domain.Page[domain.Task], error) {
-	var none domain.Page[domain.Task]
-	if err := a.Require(domain.ScopeTasksRead); err != nil {
-		return none, err
-	}
-	q, k, err := taskListQuery(a, TaskListRequest{ProjectID: projectID, Filter: f, Page: req})
-	if err != nil {
-		return none, err
-	}
-	tasks, err := s.d.Tasks.FindTasks(ctx, q)
-	if err != nil {
-		return none, err
-	}
-	// Tasks are scoped by workspace and project, so any row proves the project
-	// is visible; only an empty page needs to ask whether it exists. A list
-	// request therefore costs one statement in the common case.
-	if len(tasks) == 0 {
-		if _, err := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, projectID); err != nil {
-			return none, err
-		}
-	}
-	return domain.NewPage(tasks, k, domain.Task.Position), nil
-}
-
-// taskListQuery checks one task list request and makes its store query and
-// keyset: the rules List and ListMany share, in one order. A bad page size
-// or filter is the request's fault whatever the project; an ill-formed
-// project id is an absent project; then the cursor must belong to this
-// list.
-func taskListQuery(a domain.Actor, r TaskListRequest) (ports.TaskFilter, domain.Keyset, error) {
-	if _, err := r.Page.Size(); err != nil {
-		return ports.TaskFilter{}, domain.Keyset{}, err
-	}
-	if err := r.Filter.validate(); err != nil {
-		return ports.TaskFilter{}, domain.Keyset{}, err
-	}
-	if !domain.IsID(r.ProjectID, domain.PrefixProject) || !a.SeesProject(r.ProjectID) {
-		return ports.TaskFilter{}, domain.Keyset{}, domain.NotFound("project", r.ProjectID)
-	}
-	k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, r.Filter))
-	if err != nil {
-		return ports.TaskFilter{}, domain.Keyset{}, err
-	}
-	return ports.TaskFilter{
-		WorkspaceID: a.WorkspaceID, ProjectID: r.ProjectID, Status: r.Filter.Status, AssigneeID: r.Filter.AssigneeID,
-		After: k.After, Limit: k.Rows(),
-	}, k, nil
-}
-
 // Update applies a merge patch to a task under the status rules of the
 // domain. A patch that changes nothing returns the task as it is, writes
 // nothing and emits no event.
@@ -225,12 +153,18 @@ func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch dom
 		if err := s.d.Tasks.UpdateTask(ctx, next); err != nil {
 			return err
 		}
+		if next.Status != t.Status {
+			moved := domain.StatusCounts{}.Add(t.Status, -1).Add(next.Status, 1)
+			if err := s.d.Projects.AddTaskCounts(ctx, a.WorkspaceID, t.ProjectID, moved); err != nil {
+				return err
+			}
+		}
 		return s.record(ctx, a, domain.EventTaskUpdated, next, changes)
 	})
 	return out, err
 }
 
-// Delete removes a task and decrements its project's task_count.
+// Delete removes a task and takes it off its project's counts.
 func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
 	if err := a.Require(domain.ScopeTasksWrite); err != nil {
 		return err
@@ -249,7 +183,7 @@ func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
 		if err := s.d.Tasks.DeleteTask(ctx, a.WorkspaceID, id); err != nil {
 			return err
 		}
-		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, t.ProjectID, -1); err != nil {
+		if err := s.d.Projects.AddTaskCounts(ctx, a.WorkspaceID, t.ProjectID, domain.StatusCounts{}.Add(t.Status, -1)); err != nil {
 			return err
 		}
 		return s.record(ctx, a, domain.EventTaskDeleted, t, nil)

@@ -23,10 +23,10 @@ func TestIDsAreRandomAndPrefixed(t *testing.T) {
 }
 
 func TestCursorRoundTripAndTampering(t *testing.T) {
-	pos := domain.Position{CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC), ID: "prj_abc"}
+	pos := domain.Position{At: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC), ID: "prj_abc"}
 	c := domain.EncodeCursor("projects:wsp_1", pos)
 	got, err := domain.DecodeCursor("cursor", "projects:wsp_1", c)
-	if err != nil || !got.CreatedAt.Equal(pos.CreatedAt) || got.ID != pos.ID {
+	if err != nil || !got.At.Equal(pos.At) || got.ID != pos.ID {
 		t.Fatalf("round trip: %v %v", got, err)
 	}
 	if _, err := domain.DecodeCursor("cursor", "projects:wsp_2", c); !domain.IsCode(err, domain.CodeValidationFailed) {

@@ -76,8 +76,8 @@ type LoggedEvent struct {
 // not by created_at. The position takes the place of the instant in the
 // cursor (the cursor format is every list's).
 func (e LoggedEvent) Position() Position {
-	return Position{CreatedAt: time.UnixMicro(e.Seq).UTC(), ID: e.ID}
+	return Position{At: time.UnixMicro(e.Seq).UTC(), ID: e.ID}
 }
 
 // LogSeq is the log position a cursor of the event log names.
-func LogSeq(p Position) int64 { return p.CreatedAt.UnixMicro() }
+func LogSeq(p Position) int64 { return p.At.UnixMicro() }

@@ -21,10 +21,14 @@ func InvalidLimit() *Error {
 	return Invalid("limit", "Must be an integer from 1 to %d.", MaxPageLimit)
 }
 
-// Position is a place in a list ordered by (created_at, id) ascending.
+// Position is a place in a list: the sort key of an item and its id, which
+// breaks ties. Every list is ordered by (created_at, id) but the task lists,
+// which may also sort by updated_at or due_at; Null marks a task without
+// due_at, which such a list puts after every dated one.
 type Position struct {
-	CreatedAt time.Time
-	ID        string
+	At   time.Time
+	Null bool
+	ID   string
 }
 
 // PageRequest asks for the page after Cursor (the first page when empty).
@@ -97,11 +101,17 @@ func (p Page[T]) Cursor(i int) string {
 }
 
 // Cursors are opaque to clients: base64url of a version byte, the position,
-// a fingerprint of the list (workspace, list kind and filter) they were issued
-// for, and a checksum. The checksum only detects tampering; a forged cursor
-// can do no harm because it only names a position and every query stays
-// scoped to the caller's workspace.
-const cursorVersion = 1
+// a fingerprint of the list (workspace, list kind, filters and order) they
+// were issued for, and a checksum. The checksum only detects tampering; a
+// forged cursor can do no harm because it only names a position and every
+// query stays scoped to the caller's workspace. Version 2 adds a flags byte
+// (bit 0: the sort key is null) after the version; cursors of version 1,
+// issued before, are still read.
+const (
+	cursorV1      = 1
+	cursorVersion = 2
+	flagNullKey   = 1
+)
 
 func scopeFingerprint(scope string) []byte {
 	sum := sha256.Sum256([]byte("worktrack/list/" + scope))
@@ -117,7 +127,12 @@ func cursorChecksum(body []byte) []byte {
 func EncodeCursor(scope string, p Position) string {
 	var body bytes.Buffer
 	body.WriteByte(cursorVersion)
-	_ = binary.Write(&body, binary.BigEndian, p.CreatedAt.UnixMicro())
+	var flags byte
+	if p.Null {
+		flags |= flagNullKey
+	}
+	body.WriteByte(flags)
+	_ = binary.Write(&body, binary.BigEndian, p.At.UnixMicro())
 	body.Write(scopeFingerprint(scope))
 	body.WriteString(p.ID)
 	body.Write(cursorChecksum(body.Bytes()))
@@ -130,22 +145,41 @@ func EncodeCursor(scope string, p Position) string {
 func DecodeCursor(param, scope, s string) (Position, error) {
 	bad := Invalid(param, "Is not a cursor issued for this list; pass the next cursor of a previous page.")
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) < 1+8+8+1+8 || raw[0] != cursorVersion {
+	if err != nil || len(raw) < 1 {
+		return Position{}, bad
+	}
+	var flags byte
+	rest := raw[1:]
+	switch raw[0] {
+	case cursorV1:
+	case cursorVersion:
+		if len(rest) < 1 {
+			return Position{}, bad
+		}
+		flags, rest = rest[0], rest[1:]
+	default:
+		return Position{}, bad
+	}
+	if len(rest) < 8+8+1+8 || flags&^flagNullKey != 0 {
 		return Position{}, bad
 	}
 	body, sum := raw[:len(raw)-8], raw[len(raw)-8:]
 	if !bytes.Equal(sum, cursorChecksum(body)) {
 		return Position{}, bad
 	}
-	if !bytes.Equal(body[9:17], scopeFingerprint(scope)) {
+	rest = rest[:len(rest)-8]
+	if !bytes.Equal(rest[8:16], scopeFingerprint(scope)) {
 		return Position{}, bad
 	}
 	// The checksum is not a secret, so a client can forge a cursor: what it
 	// names must still be a position a store can compare with, an instant
 	// in range and a well-formed id.
-	micros := int64(binary.BigEndian.Uint64(body[1:9]))
-	pos := Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: string(body[17:])}
-	if !InTimeRange(pos.CreatedAt) || !IsAnyID(pos.ID) {
+	micros := int64(binary.BigEndian.Uint64(rest[:8]))
+	pos := Position{At: time.UnixMicro(micros).UTC(), Null: flags&flagNullKey != 0, ID: string(rest[16:])}
+	if pos.Null {
+		pos.At = time.Time{}
+	}
+	if (!pos.Null && !InTimeRange(pos.At)) || !IsAnyID(pos.ID) {
 		return Position{}, bad
 	}
 	return pos, nil
@@ -169,19 +203,19 @@ func NewPage[T any](items []T, k Keyset, pos func(T) Position) Page[T] {
 // Position of each listed entity: every list is ordered by (created_at, id).
 
 // Position is the user's place in a list.
-func (u User) Position() Position { return Position{CreatedAt: u.CreatedAt, ID: u.ID} }
+func (u User) Position() Position { return Position{At: u.CreatedAt, ID: u.ID} }
 
 // Position is the project's place in a list.
-func (p Project) Position() Position { return Position{CreatedAt: p.CreatedAt, ID: p.ID} }
+func (p Project) Position() Position { return Position{At: p.CreatedAt, ID: p.ID} }
 
 // Position is the task's place in a list.
-func (t Task) Position() Position { return Position{CreatedAt: t.CreatedAt, ID: t.ID} }
+func (t Task) Position() Position { return Position{At: t.CreatedAt, ID: t.ID} }
 
 // Position is the webhook's place in a list.
-func (w Webhook) Position() Position { return Position{CreatedAt: w.CreatedAt, ID: w.ID} }
+func (w Webhook) Position() Position { return Position{At: w.CreatedAt, ID: w.ID} }
 
 // Position is the delivery's place in a list.
-func (d Delivery) Position() Position { return Position{CreatedAt: d.CreatedAt, ID: d.ID} }
+func (d Delivery) Position() Position { return Position{At: d.CreatedAt, ID: d.ID} }
 
 // Position is the API key's place in a list.
-func (k APIKey) Position() Position { return Position{CreatedAt: k.CreatedAt, ID: k.ID} }
+func (k APIKey) Position() Position { return Position{At: k.CreatedAt, ID: k.ID} }

@@ -8,15 +8,17 @@ import (
 var projectKeyRe = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)
 
 // Project groups tasks. Key is unique in the workspace and fixed after
-// creation. TaskCount counts the project's tasks, archived included.
+// creation. TaskCount counts the project's tasks, archived included, and
+// StatusCounts the same tasks by status.
 type Project struct {
-	ID          string
-	WorkspaceID string
-	Name        string
-	Key         string
-	TaskCount   int
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	ID           string
+	WorkspaceID  string
+	Name         string
+	Key          string
+	TaskCount    int
+	StatusCounts StatusCounts
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // ProjectFields are a project's fields as a request carries them,

@@ -58,6 +58,11 @@ func RestoreProject(p Project) (Project, error) {
 	c.need(projectKeyRe.MatchString(p.Key), "a malformed key")
 	c.need(strings.TrimSpace(p.Name) != "", "an empty name")
 	c.need(p.TaskCount >= 0, "a negative task count")
+	sc := p.StatusCounts
+	c.need(sc.Open >= 0 && sc.InProgress >= 0 && sc.Done >= 0 && sc.Archived >= 0, "a negative status count")
+	// Zero counts with tasks are allowed: the project of an event recorded
+	// before projects counted their tasks by status.
+	c.need(sc == (StatusCounts{}) || sc.Total() == p.TaskCount, "status counts that do not add up to the task count")
 	c.updatedAfterCreated(p.CreatedAt, p.UpdatedAt)
 	return p, c.err
 }

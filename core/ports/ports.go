@@ -152,21 +152,36 @@ type ProjectStore interface {
 	FindProjectByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Project, error)
 	// UpdateProject writes the mutable fields of p (name, updated_at).
 	UpdateProject(ctx context.Context, p domain.Project) error
-	// AddTaskCount adds delta to the project's task_count atomically in the
-	// database (never read-modify-write), so concurrent creates and deletes
-	// cannot make it drift. updated_at is left alone.
-	AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error
+	// AddTaskCounts adds delta to the project's status counts, and their
+	// total to its task_count, atomically in the database (never
+	// read-modify-write), so concurrent creates, status changes and deletes
+	// cannot make them drift. updated_at is left alone.
+	AddTaskCounts(ctx context.Context, workspaceID, id string, delta domain.StatusCounts) error
 }
 
-// TaskFilter selects tasks of one project, a page at a time. Nil filters
-// match everything.
+// TaskFilter selects tasks of a workspace, a page at a time. Nil and false
+// fields do not filter; the filters AND (docs/finding-tasks.md).
 type TaskFilter struct {
 	WorkspaceID string
-	ProjectID   string
-	Status      *domain.Status
-	AssigneeID  *string
-	After       *domain.Position
-	Limit       int
+	// ProjectIDs keeps the tasks of these projects; nil keeps every
+	// project's. Never empty: a query that can match no project is not run.
+	ProjectIDs []string
+	Statuses   []domain.Status
+	// AssigneeIDs and Unassigned make one set: the tasks assigned to one
+	// of the ids, or to nobody when Unassigned.
+	AssigneeIDs  []string
+	Unassigned   bool
+	DueAfter     *time.Time // due_at >= DueAfter
+	DueBefore    *time.Time // due_at < DueBefore
+	UpdatedAfter *time.Time // updated_at > UpdatedAfter
+	// Words must each be a word or word prefix of the title (lowercase
+	// letters and digits, domain.SearchWords).
+	Words []string
+	Order domain.TaskOrder
+	// After is the position to read after, in Order; nil for the first
+	// page.
+	After *domain.Position
+	Limit int
 }
 
 // TaskStore persists tasks.
@@ -180,9 +195,13 @@ type TaskStore interface {
 	FindTaskByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Task, error)
 	// FindTasksByIDs returns the tasks of the workspace among ids, in no order.
 	FindTasksByIDs(ctx context.Context, workspaceID string, ids []string) ([]domain.Task, error)
-	// FindTasks lists a project's tasks ordered by (created_at, id) after
-	// f.After, filtered by status and assignee when set.
+	// FindTasks lists the tasks f selects, in f.Order after f.After, at
+	// most f.Limit of them.
 	FindTasks(ctx context.Context, f TaskFilter) ([]domain.Task, error)
+	// CountTasks counts the tasks f selects (its order and page ignored) by
+	// group, in ascending key order (nil, the unassigned, first), leaving
+	// out empty groups.
+	CountTasks(ctx context.Context, f TaskFilter, by domain.TaskCountGroup) ([]domain.TaskCount, error)
 	// FindTaskPages is FindTasks for several filters at once, in one
 	// statement, each filter keeping its own keyset position and limit: the
 	// i-th result answers fs[i]. Called by app.Tasks.ListMany (GraphQL's

@@ -3,6 +3,10 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -120,6 +124,36 @@ type TaskEdge struct {
 	Node   *Task  `json:"node"`
 }
 
+// Which tasks a list or a count keeps; the filters AND, and an absent or null
+// filter keeps everything. Lists hold 1 to 50 values.
+type TaskFilter struct {
+	// Tasks of any of these projects.
+	ProjectIds graphql.Omittable[[]string] `json:"projectIds,omitempty"`
+	// Tasks in any of these statuses.
+	Statuses graphql.Omittable[[]domain.Status] `json:"statuses,omitempty"`
+	// assigneeIds, unassigned and assignedToMe make one set: tasks assigned to
+	// any of the users, to nobody (unassigned: true) or to the key's user
+	// (assignedToMe: true). false adds nothing.
+	AssigneeIds  graphql.Omittable[[]string] `json:"assigneeIds,omitempty"`
+	Unassigned   graphql.Omittable[*bool]    `json:"unassigned,omitempty"`
+	AssignedToMe graphql.Omittable[*bool]    `json:"assignedToMe,omitempty"`
+	// Due at or after this instant; tasks without a due date never match.
+	DueAfter graphql.Omittable[*time.Time] `json:"dueAfter,omitempty"`
+	// Due before this instant; tasks without a due date never match.
+	DueBefore graphql.Omittable[*time.Time] `json:"dueBefore,omitempty"`
+	// Updated after this instant.
+	UpdatedAfter graphql.Omittable[*time.Time] `json:"updatedAfter,omitempty"`
+	// 1-200 characters: every word must be a word or the start of a word of the
+	// title, ignoring case ("wri ann" finds "Write the announcement").
+	Query graphql.Omittable[*string] `json:"query,omitempty"`
+}
+
+// A task list's order. Ties break by id in the same direction; tasks without a due date come last either way.
+type TaskOrder struct {
+	Field     domain.TaskOrderField `json:"field"`
+	Direction OrderDirection        `json:"direction"`
+}
+
 // A merge patch: the name alone changes after creation.
 type UpdateAPIKeyInput struct {
 	Name graphql.Omittable[*string] `json:"name,omitempty"`
@@ -176,4 +210,59 @@ type WebhookEdge struct {
 type WebhookWithSecret struct {
 	Webhook *domain.Webhook `json:"webhook"`
 	Secret  string          `json:"secret"`
+}
+
+type OrderDirection string
+
+const (
+	OrderDirectionAsc  OrderDirection = "ASC"
+	OrderDirectionDesc OrderDirection = "DESC"
+)
+
+var AllOrderDirection = []OrderDirection{
+	OrderDirectionAsc,
+	OrderDirectionDesc,
+}
+
+func (e OrderDirection) IsValid() bool {
+	switch e {
+	case OrderDirectionAsc, OrderDirectionDesc:
+		return true
+	}
+	return false
+}
+
+func (e OrderDirection) String() string {
+	return string(e)
+}
+
+func (e *OrderDirection) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = OrderDirection(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid OrderDirection", str)
+	}
+	return nil
+}
+
+func (e OrderDirection) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *OrderDirection) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e OrderDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

@@ -1,0 +1,173 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// taskQuery writes the statements of the task lists and counts
+// (docs/finding-tasks.md) with ? placeholders, their arguments beside them.
+// Every value a client sends is an argument; what is formatted into the
+// text is ours (column names of domain.TaskOrder, slot numbers).
+type taskQuery struct {
+	dialect string
+	sql     strings.Builder
+	args    []any
+}
+
+func (q *taskQuery) write(s string, args ...any) {
+	q.sql.WriteString(s)
+	q.args = append(q.args, args...)
+}
+
+// writeIn writes "col = ?" for one value and "col IN (?, …)" for more.
+func writeIn[T ~string](q *taskQuery, col string, vals []T) {
+	if len(vals) == 1 {
+		q.write(col+" = ?", string(vals[0]))
+		return
+	}
+	q.write(col + " IN (")
+	for i, v := range vals {
+		if i > 0 {
+			q.write(", ")
+		}
+		q.write("?", string(v))
+	}
+	q.write(")")
+}
+
+// where writes f's conditions (not its keyset position), ANDed.
+func (q *taskQuery) where(f ports.TaskFilter) {
+	q.write("workspace_id = ?", f.WorkspaceID)
+	if f.ProjectIDs != nil {
+		q.write(" AND ")
+		writeIn(q, "project_id", f.ProjectIDs)
+	}
+	if f.Statuses != nil {
+		q.write(" AND ")
+		writeIn(q, "status", f.Statuses)
+	}
+	switch {
+	case f.AssigneeIDs != nil && f.Unassigned:
+		q.write(" AND (")
+		writeIn(q, "assignee_id", f.AssigneeIDs)
+		q.write(" OR assignee_id IS NULL)")
+	case f.AssigneeIDs != nil:
+		q.write(" AND ")
+		writeIn(q, "assignee_id", f.AssigneeIDs)
+	case f.Unassigned:
+		q.write(" AND assignee_id IS NULL")
+	}
+	if f.DueAfter != nil {
+		q.write(" AND due_at >= ?", Time(*f.DueAfter))
+	}
+	if f.DueBefore != nil {
+		q.write(" AND due_at < ?", Time(*f.DueBefore))
+	}
+	if f.UpdatedAfter != nil {
+		q.write(" AND updated_at > ?", Time(*f.UpdatedAfter))
+	}
+	if len(f.Words) > 0 {
+		q.search(f.Words)
+	}
+}
+
+// search writes the full-text condition: every word a prefix of a title
+// word. PostgreSQL matches the tasks.search tsvector (GIN index) against a
+// tsquery of prefixes; SQLite asks its FTS5 index for the rowids. Words
+// are letters and digits only (domain.SearchWords), so quoting them needs
+// no escaping.
+func (q *taskQuery) search(words []string) {
+	terms := make([]string, len(words))
+	if q.dialect == DialectPostgres {
+		for i, w := range words {
+			terms[i] = "'" + w + "':*"
+		}
+		q.write(" AND search @@ ?::tsquery", strings.Join(terms, " & "))
+		return
+	}
+	for i, w := range words {
+		terms[i] = `"` + w + `"*`
+	}
+	q.write(" AND rowid IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?)", strings.Join(terms, " AND "))
+}
+
+// page writes the statement of one page of f: a keyset range scan in f's
+// order after f.After, f.Limit rows. slot >= 0 adds a leading slot column
+// (FindTaskPages). An order by due_at reads two ranges, the dated tasks
+// and then the undated ones (last in either direction), each a range scan
+// of its own with the page's limit; the caller merges them (sortTasks).
+func (q *taskQuery) page(f ports.TaskFilter, slot int) {
+	col, cmp, dir := f.Order.Column(), ">", ""
+	if f.Order.Desc {
+		cmp, dir = "<", " DESC"
+	}
+	head := "SELECT " + taskColumns + " FROM tasks WHERE "
+	if slot >= 0 {
+		head = fmt.Sprintf("SELECT %d AS slot, %s FROM tasks WHERE ", slot, taskColumns)
+	}
+	limit := func() {
+		if f.Limit > 0 {
+			q.write(" LIMIT ?", f.Limit)
+		}
+	}
+	if !f.Order.Nullable() {
+		q.write(head)
+		q.where(f)
+		if f.After != nil {
+			q.write(" AND ("+col+", id) "+cmp+" (?, ?)", Time(f.After.At), f.After.ID)
+		}
+		q.write(" ORDER BY " + col + dir + ", id" + dir)
+		limit()
+		return
+	}
+	if f.After == nil || !f.After.Null {
+		q.write("SELECT * FROM (" + head)
+		q.where(f)
+		q.write(" AND " + col + " IS NOT NULL")
+		if f.After != nil {
+			q.write(" AND ("+col+", id) "+cmp+" (?, ?)", Time(f.After.At), f.After.ID)
+		}
+		q.write(" ORDER BY " + col + dir + ", id" + dir)
+		limit()
+		q.write(") AS dated UNION ALL ")
+	}
+	q.write("SELECT * FROM (" + head)
+	q.where(f)
+	q.write(" AND " + col + " IS NULL")
+	if f.After != nil && f.After.Null {
+		q.write(" AND id "+cmp+" ?", f.After.ID)
+	}
+	// Ordered by the (null) key too, so that the key's index, whose rows
+	// with a null key are in id order, gives the order on PostgreSQL.
+	q.write(" ORDER BY " + col + dir + ", id" + dir)
+	limit()
+	q.write(") AS undated")
+}
+
+// sortTasks puts a page's rows in order and keeps at most limit of them
+// (limit <= 0: all): the ranges of a page by due_at, and the branches of a
+// UNION ALL, come back in no promised order.
+func sortTasks(tasks []domain.Task, o domain.TaskOrder, limit int) []domain.Task {
+	slices.SortFunc(tasks, o.Compare)
+	if limit > 0 && len(tasks) > limit {
+		tasks = tasks[:limit]
+	}
+	return tasks
+}
+
+// count writes the statement counting f's tasks by group, in ascending key
+// order, unassigned (NULL) first. Empty groups have no row.
+func (q *taskQuery) count(f ports.TaskFilter, by domain.TaskCountGroup) {
+	col := string(by) // a constant of domain, validated by the caller
+	q.write("SELECT " + col + ", count(*) FROM tasks WHERE ")
+	q.where(f)
+	q.write(" GROUP BY " + col + " ORDER BY " + col)
+	if q.dialect == DialectPostgres {
+		q.write(" NULLS FIRST")
+	}
+}
