@@ -129,4 +129,3 @@ func BenchmarkListTasks(b *testing.B) {
 		})
 	}
 }
-
