@@ -159,7 +159,7 @@ func (r *projectResolver) Tasks(ctx context.Context, obj *domain.Project, first 
 	l := loadersOf(ctx)
 	q, err := projectTaskQuery(status, assigneeID, filter, orderBy)
 	if err != nil {
-		return nil, withFilterParams(err, nil)
+		return nil, err // named with GraphQL's argument names already
 	}
 	args := newTaskPageArgs(pageRequest(first, after), q, selectsTaskAssignee(ctx))
 	page, err := l.taskPage(ctx, taskPageKey{projectID: obj.ID, args: args})
