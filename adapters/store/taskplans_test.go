@@ -92,7 +92,10 @@ func TestPostgresTaskQueriesUseIndexes(t *testing.T) {
 		{"statuses", ports.TaskFilter{WorkspaceID: w, Statuses: open}, "tasks_workspace_created_idx", true, false},
 		{"due window", ports.TaskFilter{WorkspaceID: w, DueAfter: &at, DueBefore: ptr(at.Add(24 * time.Hour))}, "tasks_workspace_due_idx", false, false},
 		{"updated after", ports.TaskFilter{WorkspaceID: w, UpdatedAfter: &at, Order: domain.TaskOrder{Field: domain.TaskOrderUpdatedAt}}, "tasks_workspace_updated_idx", true, false},
-		{"search", ports.TaskFilter{WorkspaceID: w, Words: []string{"wri", "ann"}}, "tasks_search_idx", false, true},
+		// Common words: walking the order's index finds a page sooner than
+		// fetching every match; a rare word: the words' index.
+		{"search, common words", ports.TaskFilter{WorkspaceID: w, Words: []string{"wri", "ann"}}, "tasks_workspace_created_idx", true, true},
+		{"search, a rare word", ports.TaskFilter{WorkspaceID: w, Words: []string{"1234"}}, "tasks_search_idx", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.f.Limit = 21

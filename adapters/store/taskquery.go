@@ -76,16 +76,17 @@ func (q *taskQuery) where(f ports.TaskFilter) {
 	}
 }
 
-// search writes the full-text condition: every word a prefix of a title
-// word. PostgreSQL matches the tasks.search tsvector (GIN index) against a
-// tsquery of prefixes; SQLite asks its FTS5 index for the rowids. Words
-// are letters and digits only (domain.SearchWords), so quoting them needs
-// no escaping.
+// search writes the full-text condition: every word the start of a title
+// word. On PostgreSQL the tasks.search column holds every prefix of every
+// title word (worktrack_title_prefixes, under a GIN index), so each word is
+// an exact lexeme; SQLite asks its FTS5 index for the rowids of titles with
+// a word starting with each. Words are lowercase letters and digits only
+// (domain.SearchWords), so quoting them needs no escaping.
 func (q *taskQuery) search(words []string) {
 	terms := make([]string, len(words))
 	if q.dialect == DialectPostgres {
 		for i, w := range words {
-			terms[i] = "'" + w + "':*"
+			terms[i] = "'" + w + "'"
 		}
 		q.write(" AND search @@ ?::tsquery", strings.Join(terms, " & "))
 		return
@@ -96,57 +97,71 @@ func (q *taskQuery) search(words []string) {
 	q.write(" AND rowid IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?)", strings.Join(terms, " AND "))
 }
 
+// A keyRange is the part of an order's list one range scan reads: the
+// whole list, or for an order by due_at its dated tasks or its undated
+// ones (last in either direction).
+type keyRange int
+
+const (
+	rangeAll keyRange = iota
+	rangeDated
+	rangeUndated
+)
+
 // page writes the statement of one page of f: a keyset range scan in f's
 // order after f.After, f.Limit rows. slot >= 0 adds a leading slot column
 // (FindTaskPages). An order by due_at reads two ranges, the dated tasks
-// and then the undated ones (last in either direction), each a range scan
-// of its own with the page's limit; the caller merges them (sortTasks).
+// and then the undated ones, each a range scan of its own with the page's
+// limit; the caller merges them (sortTasks).
 func (q *taskQuery) page(f ports.TaskFilter, slot int) {
+	if !f.Order.Nullable() {
+		q.scan(f, slot, rangeAll)
+		return
+	}
+	if f.After == nil || !f.After.Null {
+		q.write("SELECT * FROM (")
+		q.scan(f, slot, rangeDated)
+		q.write(") AS dated UNION ALL ")
+	}
+	q.write("SELECT * FROM (")
+	q.scan(f, slot, rangeUndated)
+	q.write(") AS undated")
+}
+
+// scan writes one range scan of f's page: the rows of range r after
+// f.After (an undated range reads from its start unless f.After is
+// undated too), in f's order, at most f.Limit of them.
+func (q *taskQuery) scan(f ports.TaskFilter, slot int, r keyRange) {
 	col, cmp, dir := f.Order.Column(), ">", ""
 	if f.Order.Desc {
 		cmp, dir = "<", " DESC"
 	}
-	head := "SELECT " + taskColumns + " FROM tasks WHERE "
 	if slot >= 0 {
-		head = fmt.Sprintf("SELECT %d AS slot, %s FROM tasks WHERE ", slot, taskColumns)
+		q.write(fmt.Sprintf("SELECT %d AS slot, %s FROM tasks WHERE ", slot, taskColumns))
+	} else {
+		q.write("SELECT " + taskColumns + " FROM tasks WHERE ")
 	}
-	limit := func() {
-		if f.Limit > 0 {
-			q.write(" LIMIT ?", f.Limit)
-		}
-	}
-	if !f.Order.Nullable() {
-		q.write(head)
-		q.where(f)
-		if f.After != nil {
-			q.write(" AND ("+col+", id) "+cmp+" (?, ?)", Time(f.After.At), f.After.ID)
-		}
-		q.write(" ORDER BY " + col + dir + ", id" + dir)
-		limit()
-		return
-	}
-	if f.After == nil || !f.After.Null {
-		q.write("SELECT * FROM (" + head)
-		q.where(f)
-		q.write(" AND " + col + " IS NOT NULL")
-		if f.After != nil {
-			q.write(" AND ("+col+", id) "+cmp+" (?, ?)", Time(f.After.At), f.After.ID)
-		}
-		q.write(" ORDER BY " + col + dir + ", id" + dir)
-		limit()
-		q.write(") AS dated UNION ALL ")
-	}
-	q.write("SELECT * FROM (" + head)
 	q.where(f)
-	q.write(" AND " + col + " IS NULL")
-	if f.After != nil && f.After.Null {
-		q.write(" AND id "+cmp+" ?", f.After.ID)
+	switch r {
+	case rangeDated:
+		q.write(" AND " + col + " IS NOT NULL")
+	case rangeUndated:
+		q.write(" AND " + col + " IS NULL")
 	}
-	// Ordered by the (null) key too, so that the key's index, whose rows
-	// with a null key are in id order, gives the order on PostgreSQL.
+	switch {
+	case f.After == nil:
+	case r == rangeUndated && f.After.Null:
+		q.write(" AND id "+cmp+" ?", f.After.ID)
+	case r != rangeUndated:
+		q.write(" AND ("+col+", id) "+cmp+" (?, ?)", Time(f.After.At), f.After.ID)
+	}
+	// An undated range is ordered by its (null) key too, so that the key's
+	// index, whose rows with a null key are in id order, gives the order on
+	// PostgreSQL.
 	q.write(" ORDER BY " + col + dir + ", id" + dir)
-	limit()
-	q.write(") AS undated")
+	if f.Limit > 0 {
+		q.write(" LIMIT ?", f.Limit)
+	}
 }
 
 // sortTasks puts a page's rows in order and keeps at most limit of them

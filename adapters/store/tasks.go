@@ -121,20 +121,34 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 
 // FindTasks lists the tasks f selects in f.Order after f.After. Each
 // order has an index ending in its key and id, so a page is a range scan
-// whatever its depth (docs/finding-tasks.md).
+// whatever its depth (docs/finding-tasks.md). A page by due_at reads the
+// dated tasks first and the undated ones only when the dated run short:
+// one statement for every page but the one where they meet.
 func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain.Task, error) {
-	q := taskQuery{dialect: s.db.dialect, args: make([]any, 0, 8)}
-	q.page(f, -1)
 	tasks := make([]domain.Task, 0, min(max(f.Limit, 0), 256))
-	err := s.db.read(ctx, q.sql.String(), q.args, scanTasks(false, func(_ int, t domain.Task) error {
-		tasks = append(tasks, t)
-		return nil
-	}))
-	if err != nil {
-		return nil, fmt.Errorf("store: list tasks: %w", err)
-	}
+	ranges := []keyRange{rangeAll}
 	if f.Order.Nullable() {
-		tasks = sortTasks(tasks, f.Order, f.Limit)
+		ranges = []keyRange{rangeDated, rangeUndated}
+		if f.After != nil && f.After.Null {
+			ranges = ranges[1:]
+		}
+	}
+	for _, r := range ranges {
+		g := f
+		if f.Limit > 0 {
+			if g.Limit = f.Limit - len(tasks); g.Limit == 0 {
+				break
+			}
+		}
+		q := taskQuery{dialect: s.db.dialect, args: make([]any, 0, 8)}
+		q.scan(g, -1, r)
+		err := s.db.read(ctx, q.sql.String(), q.args, scanTasks(false, func(_ int, t domain.Task) error {
+			tasks = append(tasks, t)
+			return nil
+		}))
+		if err != nil {
+			return nil, fmt.Errorf("store: list tasks: %w", err)
+		}
 	}
 	return tasks, nil
 }

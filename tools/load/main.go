@@ -55,14 +55,18 @@ type options struct {
 }
 
 type harness struct {
-	opts        options
-	root        string // the repository
-	tmp         string
-	admin       *pgx.Conn
-	data        *dataset
-	servers     map[string]*process // Worktrack, by backend
-	ref         *process
-	refURL      string
+	opts    options
+	root    string // the repository
+	tmp     string
+	admin   *pgx.Conn
+	data    *dataset
+	servers map[string]*process // Worktrack, by backend
+	ref     *process
+	refURL  string
+	// refGQL is ../shared/perf/reference-graphql, the bare gqlgen floor,
+	// over the reference's database.
+	refGQL      *process
+	refGQLURL   string
 	refPathsDir string
 	paths       map[string][]string
 }
@@ -261,10 +265,11 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 	logf("working directory %s", h.tmp)
 
 	needs := map[string]bool{}
-	needRef := false
+	needRef, needRefGQL := false, false
 	for _, s := range h.opts.selected {
 		needs[s.backend] = true
-		needRef = needRef || s.ref != nil
+		needRef = needRef || (s.ref != nil && !s.againstUnscoped) || s.refGQL
+		needRefGQL = needRefGQL || s.refGQL
 	}
 
 	refBin := filepath.Join(h.tmp, "reference")
@@ -274,9 +279,20 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			return nil, fmt.Errorf("build the reference: %w", err)
 		}
 	}
+	refGQLBin := filepath.Join(h.tmp, "reference-graphql")
+	if needRefGQL {
+		src := filepath.Join(filepath.Dir(h.opts.refSrcDir), "reference-graphql")
+		logf("building the GraphQL reference from %s", src)
+		if err := h.command(ctx, h.root, nil, goTool(), "build", "-C", src, "-o", refGQLBin, "."); err != nil {
+			return nil, fmt.Errorf("build the GraphQL reference: %w", err)
+		}
+	}
 	bins := []string{bin}
 	if needRef {
 		bins = append(bins, refBin)
+	}
+	if needRefGQL {
+		bins = append(bins, refGQLBin)
 	}
 	for _, b := range bins {
 		if err := dropFromPageCache(b); err != nil {
@@ -338,6 +354,11 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			if err := h.command(ctx, h.tmp, nil, refBin, "-dsn", refDSN, "-seed"); err != nil {
 				return fmt.Errorf("seed the reference: %w", err)
 			}
+			// Vacuumed like Worktrack's database (seedPostgres), so that
+			// both sides read tables in the same state.
+			if err := vacuum(ctx, refDSN); err != nil {
+				return fmt.Errorf("vacuum the reference: %w", err)
+			}
 			if err := h.command(ctx, h.tmp, nil, refBin, "-dsn", refDSN, "-genpaths", h.refPathsDir); err != nil {
 				return fmt.Errorf("reference paths: %w", err)
 			}
@@ -359,6 +380,11 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			return nil, err
 		}
 		if err := waitReady(ctx, h.ref, h.refURL+"/tasks/none"); err != nil {
+			return nil, err
+		}
+	}
+	if needRefGQL {
+		if err := h.startRefGQL(ctx, refGQLBin, refDSN); err != nil {
 			return nil, err
 		}
 	}
@@ -440,6 +466,31 @@ func dbURL(admin, name string) (string, error) {
 	return u.String(), nil
 }
 
+// vacuum runs VACUUM ANALYZE on the database of dsn.
+func vacuum(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "VACUUM ANALYZE")
+	return err
+}
+
+// startRefGQL starts the bare gqlgen floor on the reference's database.
+func (h *harness) startRefGQL(ctx context.Context, bin, dsn string) error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	h.refGQLURL = "http://" + addr
+	if h.refGQL, err = startProcess(ctx, "reference-graphql", filepath.Join(h.tmp, "reference-graphql.log"), nil,
+		bin, "-dsn", dsn, "-addr", addr, "-conns", strconv.Itoa(refConns)); err != nil {
+		return err
+	}
+	return waitReady(ctx, h.refGQL, h.refGQLURL+"/graphql")
+}
+
 // cleanup stops what the harness started and, unless LOAD_KEEP=1, drops its
 // databases and removes its temporary directory.
 func (h *harness) cleanup() {
@@ -448,6 +499,9 @@ func (h *harness) cleanup() {
 	}
 	if h.ref != nil {
 		h.ref.stop()
+	}
+	if h.refGQL != nil {
+		h.refGQL.stop()
 	}
 	if h.admin == nil {
 		return

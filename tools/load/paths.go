@@ -59,28 +59,13 @@ func builders() map[string]func(ctx context.Context, h *harness) ([]string, erro
 			return out, nil
 		},
 		"wt_page40": func(ctx context.Context, h *harness) ([]string, error) {
-			first, err := h.pathLines(ctx, "wt_page1")
-			if err != nil {
-				return nil, err
-			}
-			return followCursors(ctx, h.servers[backendPostgres].url, h.data.secret, first, func(body []byte) (string, error) {
-				var p struct {
-					Pagination struct {
-						NextCursor *string `json:"next_cursor"`
-					} `json:"pagination"`
-				}
-				if err := json.Unmarshal(body, &p); err != nil || p.Pagination.NextCursor == nil {
-					return "", fmt.Errorf("no pagination.next_cursor in %.200s", body)
-				}
-				return *p.Pagination.NextCursor, nil
-			})
+			return h.wtPage40(ctx, "wt_page1")
 		},
 		"wt_gql_task": func(_ context.Context, h *harness) ([]string, error) {
 			var out []string
 			for range numGetPaths {
 				id := h.data.tasks[mrand.IntN(len(h.data.tasks))].id //nolint:gosec // load data
-				out = append(out, gqlLine(`query($id: ID!) { task(id: $id) { id projectId title status assigneeId dueAt createdAt updatedAt } }`,
-					map[string]any{"id": id}))
+				out = append(out, gqlLine(gqlTaskQuery, map[string]any{"id": id}))
 			}
 			return out, nil
 		},
@@ -102,6 +87,39 @@ func builders() map[string]func(ctx context.Context, h *harness) ([]string, erro
 			}
 			return out, nil
 		},
+		"wt_search": func(_ context.Context, _ *harness) ([]string, error) {
+			// Two word prefixes across every project: a verb's and a noun's.
+			var out []string
+			for _, v := range titleVerbs {
+				for _, n := range titleNouns {
+					out = append(out, "/v1/tasks?limit=20&q="+v[:3]+"+"+n[:3])
+				}
+			}
+			return out, nil
+		},
+		"wt_search_page40": func(ctx context.Context, h *harness) ([]string, error) {
+			return h.wtPage40(ctx, "wt_search")
+		},
+		"wt_mine": func(context.Context, *harness) ([]string, error) {
+			return []string{"/v1/tasks?limit=20&assignee_id=me&status=open,in_progress&sort=due_at"}, nil
+		},
+		"wt_mine_page40": func(ctx context.Context, h *harness) ([]string, error) {
+			return h.wtPage40(ctx, "wt_mine")
+		},
+		"wt_counts": func(context.Context, *harness) ([]string, error) {
+			return []string{"/v1/tasks/counts?group_by=status"}, nil
+		},
+		"ref_gql_task": func(ctx context.Context, h *harness) ([]string, error) {
+			gets, err := h.pathLines(ctx, "ref_get")
+			if err != nil {
+				return nil, err
+			}
+			out := make([]string, 0, len(gets))
+			for _, p := range gets {
+				out = append(out, gqlLine(gqlTaskQuery, map[string]any{"id": strings.TrimPrefix(p, "/tasks/")}))
+			}
+			return out, nil
+		},
 		"ref_get":   func(_ context.Context, h *harness) ([]string, error) { return h.refGenerated("get_paths.txt") },
 		"ref_page1": func(_ context.Context, h *harness) ([]string, error) { return h.refGenerated("first_page_paths.txt") },
 		"ref_page40": func(ctx context.Context, h *harness) ([]string, error) {
@@ -120,6 +138,30 @@ func builders() map[string]func(ctx context.Context, h *harness) ([]string, erro
 			})
 		},
 	}
+}
+
+// gqlTaskQuery is the GraphQL read of one task that Worktrack and the bare
+// gqlgen floor both serve.
+const gqlTaskQuery = `query($id: ID!) { task(id: $id) { id projectId title status assigneeId dueAt createdAt updatedAt } }`
+
+// wtPage40 is, for each first-page path of key on Worktrack's PostgreSQL
+// server, the path of its page 40.
+func (h *harness) wtPage40(ctx context.Context, key string) ([]string, error) {
+	first, err := h.pathLines(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return followCursors(ctx, h.servers[backendPostgres].url, h.data.secret, first, func(body []byte) (string, error) {
+		var p struct {
+			Pagination struct {
+				NextCursor *string `json:"next_cursor"`
+			} `json:"pagination"`
+		}
+		if err := json.Unmarshal(body, &p); err != nil || p.Pagination.NextCursor == nil {
+			return "", fmt.Errorf("no pagination.next_cursor in %.200s", body)
+		}
+		return *p.Pagination.NextCursor, nil
+	})
 }
 
 func gqlLine(query string, vars map[string]any) string {

@@ -51,8 +51,11 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 	}
 	// The other side: the reference, or Worktrack with the unscoped key.
 	otherURL, otherSecret, other := h.refURL, "", h.ref
-	if s.againstUnscoped {
+	switch {
+	case s.againstUnscoped:
 		otherURL, otherSecret, other = wt.url, h.data.secret, wt
+	case s.refGQL:
+		otherURL, other = h.refGQLURL, h.refGQL
 	}
 	var refFile string
 	if s.ref != nil {

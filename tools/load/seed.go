@@ -33,13 +33,37 @@ type userRow struct {
 type projectRow struct {
 	id, name, key string
 	taskCount     int
+	// byStatus counts the project's tasks by status, in the order of
+	// statuses (the projects' open_count, in_progress_count, …).
+	byStatus [4]int
 }
+
+// statuses are the task statuses, in the order of projectRow.byStatus.
+var statuses = []string{"open", "in_progress", "done", "archived"}
+
+// Titles are "Task N: <verb> the <noun>", so that a search (the search-q
+// scenario's "wri ann", say) matches about 1 task in 56: enough for 40
+// pages of 20.
+var (
+	titleVerbs = []string{"write", "review", "ship", "plan", "fix", "draft", "test", "design"}
+	titleNouns = []string{"announcement", "release", "login", "docs", "budget", "roadmap", "invoice"}
+)
+
+// mineShare is the share of the assigned tasks that go to the key's user
+// (users[0]): enough for the filter-mine scenario to read 40 pages.
+const mineShare = 5
 
 type taskRow struct {
 	id, projectID, title, status string
 	assigneeID                   *string
 	dueAt                        *time.Time
 	createdAt, updatedAt         time.Time
+}
+
+// projectColumns are the columns the seeds write of a project.
+var projectColumns = []string{
+	"id", "workspace_id", "name", "key", "task_count",
+	"open_count", "in_progress_count", "done_count", "archived_count", "created_at", "updated_at",
 }
 
 // keyRow is an API key of the dataset's admin.
@@ -105,21 +129,25 @@ func newDataset() *dataset {
 			name: fmt.Sprintf("Load User %02d", i), role: role,
 		})
 	}
-	statuses := []string{"open", "in_progress", "done", "archived"}
 	d.tasks = make([]taskRow, 0, numTasks)
 	for i := range numTasks {
 		p := rng.IntN(numProjects)
+		status := rng.IntN(len(statuses))
 		d.projects[p].taskCount++
+		d.projects[p].byStatus[status]++
 		created := base.Add(time.Duration(i)*time.Minute + time.Duration(rng.IntN(60_000_000))*time.Microsecond)
 		t := taskRow{
 			id: domain.NewID(domain.PrefixTask), projectID: d.projects[p].id,
-			title:     fmt.Sprintf("Task %d: implement something reasonably described here", i),
-			status:    statuses[rng.IntN(len(statuses))],
+			title:     fmt.Sprintf("Task %d: %s the %s", i, titleVerbs[rng.IntN(len(titleVerbs))], titleNouns[rng.IntN(len(titleNouns))]),
+			status:    statuses[status],
 			createdAt: created.UTC().Truncate(time.Microsecond),
 			updatedAt: created.Add(time.Duration(rng.IntN(3600)) * time.Second).UTC().Truncate(time.Microsecond),
 		}
-		if rng.IntN(2) == 0 { // half the tasks are assigned
+		if rng.IntN(2) == 0 { // half the tasks are assigned, a fifth of those to the key's user
 			a := d.users[rng.IntN(len(d.users))].id
+			if rng.IntN(mineShare) == 0 {
+				a = d.users[0].id
+			}
 			t.assigneeID = &a
 		}
 		if rng.IntN(3) != 0 {
@@ -197,9 +225,9 @@ func seedPostgres(ctx context.Context, dsn string, d *dataset) error {
 	}
 	rows = rows[:0]
 	for _, p := range d.projects {
-		rows = append(rows, []any{p.id, d.workspaceID, p.name, p.key, p.taskCount, d.created, d.created})
+		rows = append(rows, []any{p.id, d.workspaceID, p.name, p.key, p.taskCount, p.byStatus[0], p.byStatus[1], p.byStatus[2], p.byStatus[3], d.created, d.created})
 	}
-	if err := copyRows("projects", []string{"id", "workspace_id", "name", "key", "task_count", "created_at", "updated_at"}, rows); err != nil {
+	if err := copyRows("projects", projectColumns, rows); err != nil {
 		return err
 	}
 	rows = make([][]any, 0, len(d.tasks))
@@ -212,7 +240,10 @@ func seedPostgres(ctx context.Context, dsn string, d *dataset) error {
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, "ANALYZE")
+	// A server that has run a while has had its tables vacuumed: pages
+	// all-visible, hint bits set, GIN pending lists merged. Freshly copied
+	// rows have none of that, and every read would pay for it.
+	_, err = conn.Exec(ctx, "VACUUM ANALYZE")
 	return err
 }
 
@@ -268,8 +299,8 @@ func seedSQLite(ctx context.Context, path string, d *dataset) error {
 		}
 	}
 	for _, p := range d.projects {
-		if err := exec(`INSERT INTO projects (id, workspace_id, name, key, task_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			p.id, d.workspaceID, p.name, p.key, p.taskCount, ts(d.created), ts(d.created)); err != nil {
+		if err := exec(`INSERT INTO projects (`+strings.Join(projectColumns, ", ")+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.id, d.workspaceID, p.name, p.key, p.taskCount, p.byStatus[0], p.byStatus[1], p.byStatus[2], p.byStatus[3], ts(d.created), ts(d.created)); err != nil {
 			return err
 		}
 	}
