@@ -243,6 +243,8 @@ func printTable(w io.Writer, rows []result, o options) {
 			notes = append(notes, fmt.Sprintf("%s: wrk --timeout %s (default 2s)", r.sc.name, r.sc.timeout))
 		}
 		switch {
+		case r.sc.note != "":
+			notes = append(notes, r.sc.name+": "+r.sc.note)
 		case r.sc.unit != "" && r.sc.ref != nil:
 			notes = append(notes, fmt.Sprintf("%s: %s/s Worktrack %.0f (req/s × %.0f) vs reference %.0f (req/s × %.0f); the ratio compares %s/s",
 				r.sc.name, r.sc.unit, medianOf(r.wt, reqs)*r.sc.wt.units(), r.sc.wt.units(),
