@@ -324,3 +324,57 @@ func TestProjectTaskCountsUnderConcurrency(t *testing.T) {
 		}
 	})
 }
+
+// Walking GET /v1/tasks by created_at, either way, while tasks are created
+// and deleted across its projects returns each task that exists for the whole
+// walk exactly once, and no task twice.
+func TestFindTasksIsStableUnderWrites(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		projects := []string{newProject(t, e, "WA"), newProject(t, e, "WB"), newProject(t, e, "WC")}
+		var doomed []string
+		for i := range 30 {
+			e.Clock.Advance(1000)
+			id := newTask(t, e, projects[i%3], map[string]any{"title": fmt.Sprintf("t%d", i)}).Str("id")
+			if i%5 == 2 {
+				doomed = append(doomed, id)
+			}
+		}
+		stable := ids(t, e.Get("/v1/tasks?limit=100", e.Guest.Key))
+		for _, sort := range []string{"created_at", "-created_at"} {
+			seen := map[string]int{}
+			cursor, writes := "", 0
+			for page := range 40 {
+				res := e.Get("/v1/tasks?limit=4&sort="+sort+"&cursor="+cursor, e.Guest.Key)
+				for _, id := range ids(t, res) {
+					seen[id]++
+				}
+				// Between pages: a new task, in each project in turn, and a
+				// deletion.
+				e.Clock.Advance(1000)
+				newTask(t, e, projects[page%3], map[string]any{"title": "meanwhile"})
+				if writes < len(doomed) {
+					e.Send(http.MethodDelete, "/v1/tasks/"+doomed[writes], e.Member.Key, nil).ExpectStatus(t, http.StatusNoContent)
+					writes++
+				}
+				next, _ := res.JSON["pagination"].(map[string]any)["next_cursor"].(string)
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			for id, n := range seen {
+				if n != 1 {
+					t.Errorf("%s: task %s seen %d times", sort, id, n)
+				}
+			}
+			for _, id := range stable {
+				if !slices.Contains(doomed, id) && seen[id] != 1 {
+					t.Errorf("%s: task %s, there for the whole walk, seen %d times", sort, id, seen[id])
+				}
+			}
+			doomed = doomed[:0]
+			stable = ids(t, e.Get("/v1/tasks?limit=100", e.Guest.Key))
+		}
+	})
+}
