@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -87,7 +88,7 @@ func requestError(e *gqlerror.Error) *domain.Error {
 func withGraphParam(e *domain.Error, path ast.Path) *domain.Error {
 	param := graphParam(e.Param)
 	if param == "" {
-		param = lastName(path)
+		param = argumentPath(path)
 	}
 	return &domain.Error{Code: e.Code, Message: e.Message, Param: param}
 }
@@ -115,6 +116,28 @@ func graphParam(p string) string {
 		}
 	}
 	return strings.Join(parts, "")
+}
+
+// inputArguments are the arguments that take an input object, whose
+// fields' errors are named by their path from the argument
+// (filter.dueAfter), as the core names their rules' errors.
+var inputArguments = []string{"filter", "orderBy"}
+
+// argumentPath names the field of an error's path: its path from an input
+// argument when it is under one, else its last name.
+func argumentPath(path ast.Path) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if n, ok := path[i].(ast.PathName); ok && slices.Contains(inputArguments, string(n)) {
+			var names []string
+			for _, el := range path[i:] {
+				if n, ok := el.(ast.PathName); ok {
+					names = append(names, string(n))
+				}
+			}
+			return strings.Join(names, ".")
+		}
+	}
+	return lastName(path)
 }
 
 func lastName(path ast.Path) string {

@@ -125,6 +125,9 @@ func TestGraphQLTaskFilterErrorsNameTheArgument(t *testing.T) {
 		for _, tc := range []struct{ query, param string }{
 			{`{ tasks(filter: {assigneeIds: ["someone"]}) { nodes { id } } }`, "filter.assigneeIds"},
 			{`{ tasks(filter: {projectIds: []}) { nodes { id } } }`, "filter.projectIds"},
+			{`{ tasks(filter: {assigneeIds: [], unassigned: true}) { nodes { id } } }`, "filter.assigneeIds"},
+			{`{ taskCounts(groupBy: STATUS, filter: {assigneeIds: [], assignedToMe: true}) { total } }`, "filter.assigneeIds"},
+			{`{ tasks(filter: {dueAfter: "yesterday"}) { nodes { id } } }`, "filter.dueAfter"},
 			{`{ tasks(filter: {statuses: []}) { nodes { id } } }`, "filter.statuses"},
 			{`{ tasks(filter: {query: ""}) { nodes { id } } }`, "filter.query"},
 			{`{ tasks(filter: {query: "` + strings.Repeat("a", 201) + `"}) { nodes { id } } }`, "filter.query"},

@@ -17,7 +17,7 @@ type projectRow struct {
 	Name        string `gorm:"column:name"`
 	Key         string `gorm:"column:key"`
 	TaskCount   int    `gorm:"column:task_count"`
-	// The task counts by status, kept with task_count (migration 00010).
+	// The task counts by status, kept by triggers (migration 00010).
 	OpenCount       int  `gorm:"column:open_count"`
 	InProgressCount int  `gorm:"column:in_progress_count"`
 	DoneCount       int  `gorm:"column:done_count"`
@@ -140,23 +140,18 @@ func (s *ProjectStore) UpdateProject(ctx context.Context, p domain.Project) erro
 	return nil
 }
 
-// AddTaskCounts adds delta to the project's status counts, and their total
-// to its task_count, in one UPDATE, never read-modify-write, so concurrent
-// task creations, status changes and deletions cannot make them drift;
-// updated_at is left alone. resource_not_found when the project is absent
-// from the workspace. The columns' CHECKs refuse a negative count.
-func (s *ProjectStore) AddTaskCounts(ctx context.Context, workspaceID, id string, delta domain.StatusCounts) error {
+// AddTaskCount adds delta to the project's task_count in one UPDATE, never
+// read-modify-write, so concurrent task creations and deletions cannot make
+// it drift; updated_at is left alone. resource_not_found when the project is
+// absent from the workspace. The column's CHECK refuses a negative count.
+// The counts by status are kept by triggers of the tasks table (migration
+// 00010), in the same transaction as each task's change.
+func (s *ProjectStore) AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error {
 	res := s.db.conn(ctx).Model(&projectRow{}).
 		Where("workspace_id = ? AND id = ?", workspaceID, id).
-		UpdateColumns(map[string]any{
-			"task_count":        gorm.Expr("task_count + ?", delta.Total()),
-			"open_count":        gorm.Expr("open_count + ?", delta.Open),
-			"in_progress_count": gorm.Expr("in_progress_count + ?", delta.InProgress),
-			"done_count":        gorm.Expr("done_count + ?", delta.Done),
-			"archived_count":    gorm.Expr("archived_count + ?", delta.Archived),
-		})
+		UpdateColumn("task_count", gorm.Expr("task_count + ?", delta))
 	if res.Error != nil {
-		return fmt.Errorf("store: add to task counts: %w", res.Error)
+		return fmt.Errorf("store: add to task count: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return domain.NotFound("project", id)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,31 +13,27 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-func TestAddTaskCounts(t *testing.T) {
+func TestAddTaskCount(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Projects()
 		ws, other := newWorkspace(t, db), newWorkspace(t, db)
 		p := newProject(t, db, ws, "CNT", base)
-		create := domain.StatusCounts{Open: 1}
-		move := domain.StatusCounts{Open: -1, Done: 1} // a status change: the total stays
-		remove := domain.StatusCounts{Done: -1}
 
-		// Concurrent creations, moves and deletions: no update is lost.
+		// Concurrent increments and decrements: no update is lost.
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				steps := []domain.StatusCounts{create}
-				switch i % 4 {
-				case 1:
-					steps = append(steps, move)
-				case 3:
-					steps = append(steps, move, remove)
-				}
-				for _, d := range steps {
-					if err := s.AddTaskCounts(ctx, ws.ID, p.ID, d); err != nil {
+				delta := 1
+				if i%4 == 3 {
+					delta = -1 // every fourth undoes a previous one: net +10 over 20
+					if err := s.AddTaskCount(ctx, ws.ID, p.ID, 2); err != nil {
 						t.Error(err)
+						return
 					}
+				}
+				if err := s.AddTaskCount(ctx, ws.ID, p.ID, delta); err != nil {
+					t.Error(err)
 				}
 			})
 		}
@@ -46,18 +43,79 @@ func TestAddTaskCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := p
-		want.TaskCount = 20 - 5
-		want.StatusCounts = domain.StatusCounts{Open: 10, Done: 5}
+		want.TaskCount = 15*1 + 5*(2-1)
 		equal(t, "project after counting (updated_at untouched)", got, want)
 
-		wantCode(t, s.AddTaskCounts(ctx, other.ID, p.ID, create), domain.CodeNotFound, "")
-		wantCode(t, s.AddTaskCounts(ctx, ws.ID, "prj_absent", create), domain.CodeNotFound, "")
-		if err := s.AddTaskCounts(ctx, ws.ID, p.ID, domain.StatusCounts{Archived: -1}); err == nil {
-			t.Fatal("archived_count went negative")
+		wantCode(t, s.AddTaskCount(ctx, other.ID, p.ID, 1), domain.CodeNotFound, "")
+		wantCode(t, s.AddTaskCount(ctx, ws.ID, "prj_absent", 1), domain.CodeNotFound, "")
+		if err := s.AddTaskCount(ctx, ws.ID, p.ID, -want.TaskCount-1); err == nil {
+			t.Fatal("task_count went negative")
 		}
-		if got, _ := s.FindProjectByID(ctx, ws.ID, p.ID); got.TaskCount != want.TaskCount || got.StatusCounts != want.StatusCounts {
-			t.Fatalf("counts = %d %+v after a refused update, want %d %+v", got.TaskCount, got.StatusCounts, want.TaskCount, want.StatusCounts)
+		if got, _ := s.FindProjectByID(ctx, ws.ID, p.ID); got.TaskCount != want.TaskCount {
+			t.Fatalf("task_count = %d after refused updates, want %d", got.TaskCount, want.TaskCount)
 		}
+	})
+}
+
+// The counts by status follow every insertion, status change and deletion
+// of a task, whoever makes it (triggers of the tasks table), in its
+// transaction: a rolled-back change leaves them as they were.
+func TestStatusCountsFollowEveryTaskChange(t *testing.T) {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws := newWorkspace(t, db)
+		p, q := newProject(t, db, ws, "STA", base), newProject(t, db, ws, "STB", base)
+		counts := func(p domain.Project) domain.StatusCounts {
+			t.Helper()
+			got, err := db.Projects().FindProjectByID(ctx, ws.ID, p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.StatusCounts
+		}
+		// task_count is the services' to keep (AddTaskCount), as they do.
+		add := func(p domain.Project, in domain.TaskFields) domain.Task {
+			t.Helper()
+			task := newTask(t, db, p, in, base)
+			if err := db.Projects().AddTaskCount(ctx, ws.ID, p.ID, 1); err != nil {
+				t.Fatal(err)
+			}
+			return task
+		}
+		var tasks []domain.Task
+		for _, st := range []domain.Status{domain.StatusOpen, domain.StatusOpen, domain.StatusInProgress, domain.StatusDone} {
+			tasks = append(tasks, add(p, domain.TaskFields{Title: domain.Set("t"), Status: domain.Set(st)}))
+		}
+		add(q, domain.TaskFields{Title: domain.Set("elsewhere")})
+		equal(t, "after insertions", counts(p), domain.StatusCounts{Open: 2, InProgress: 1, Done: 1})
+
+		moved := tasks[0]
+		moved.Status = domain.StatusArchived
+		renamed := tasks[1]
+		renamed.Title = "renamed"
+		for _, u := range []domain.Task{moved, renamed} {
+			if err := db.Tasks().UpdateTask(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Tasks().DeleteTask(ctx, ws.ID, tasks[2].ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Projects().AddTaskCount(ctx, ws.ID, p.ID, -1); err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "after a move, a rename and a deletion", counts(p), domain.StatusCounts{Open: 1, Done: 1, Archived: 1})
+		equal(t, "the other project", counts(q), domain.StatusCounts{Open: 1})
+
+		_ = db.InTx(ctx, func(ctx context.Context) error {
+			back := tasks[3]
+			back.Status = domain.StatusOpen
+			if err := db.Tasks().UpdateTask(ctx, back); err != nil {
+				t.Fatal(err)
+			}
+			return errors.New("roll back")
+		})
+		equal(t, "after a rolled-back move", counts(p), domain.StatusCounts{Open: 1, Done: 1, Archived: 1})
 	})
 }
 

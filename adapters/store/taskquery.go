@@ -26,7 +26,11 @@ func (q *taskQuery) write(s string, args ...any) {
 
 // writeIn writes "col = ?" for one value and "col IN (?, …)" for more.
 func writeIn[T ~string](q *taskQuery, col string, vals []T) {
-	if len(vals) == 1 {
+	switch len(vals) {
+	case 0: // the services never ask; an empty IN () is a syntax error on PostgreSQL
+		q.write("1 = 0")
+		return
+	case 1:
 		q.write(col+" = ?", string(vals[0]))
 		return
 	}

@@ -29,7 +29,7 @@ type queryFixture struct {
 
 var queryTitles = []string{
 	"Write the announcement", "Rewrite the docs", "write-up: Q3 plan", "Announce v2 launch",
-	"Überprüfen der Zahlen", "fix login bug", "Login page redesign", "The writer's guide",
+	"Überprüfen der Zahlen", "fix login bug", "Login page redesign", "The writer's guide", "किताब पढ़ो",
 }
 
 func newQueryFixture(t *testing.T, db *store.DB) queryFixture {
@@ -59,7 +59,7 @@ func newQueryFixture(t *testing.T, db *store.DB) queryFixture {
 		if err := db.Tasks().CreateTask(ctx, task); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Projects().AddTaskCounts(ctx, f.ws.ID, task.ProjectID, domain.StatusCounts{}.Add(task.Status, 1)); err != nil {
+		if err := db.Projects().AddTaskCount(ctx, f.ws.ID, task.ProjectID, 1); err != nil {
 			t.Fatal(err)
 		}
 		f.all = append(f.all, task)
@@ -123,6 +123,7 @@ func (fx queryFixture) filters() map[string]ports.TaskFilter {
 		"word prefixes":     {WorkspaceID: ws, Words: []string{"wri", "ann"}},
 		"one word":          {WorkspaceID: ws, Words: []string{"login"}},
 		"accented":          {WorkspaceID: ws, Words: []string{"überp"}},
+		"devanagari":        {WorkspaceID: ws, Words: domain.SearchWords("किताब")},
 		"no such word":      {WorkspaceID: ws, Words: []string{"zebra"}},
 		"mine, open, dated": {WorkspaceID: ws, AssigneeIDs: []string{fx.b.ID}, Statuses: []domain.Status{domain.StatusOpen, domain.StatusInProgress}, DueAfter: &t0},
 		"all combined": {

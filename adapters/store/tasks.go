@@ -112,7 +112,8 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 	}
 	return inBatches(ids, func(ids []string) ([]domain.Task, error) {
 		var rows []taskRow
-		if err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error; err != nil {
+		// The columns of taskRow only: not the search column's prefixes.
+		if err := s.db.conn(ctx).Select(taskColumns).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error; err != nil {
 			return nil, fmt.Errorf("store: find tasks: %w", err)
 		}
 		return restoreRows(rows, taskFromRow)

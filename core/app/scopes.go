@@ -28,9 +28,24 @@ func apiKeyListScope(workspaceID string, userID *string) string {
 
 // taskListScope names a task list: one project's ("" for every project's)
 // with its filters and order in canonical form, so that a cursor issued for
-// one is refused by any other.
-func taskListScope(workspaceID, projectID, canonical string) string {
-	return fmt.Sprintf("tasks:%s:%s:%s", workspaceID, projectID, canonical)
+// one is refused by any other. A project's list filtered as it could be
+// before lists took more filters (one status, one assignee, oldest first)
+// keeps the name it had then, so that cursors issued before still read on.
+func taskListScope(workspaceID, projectID string, q domain.TaskQuery) string {
+	legacy := projectID != "" && len(q.Statuses) <= 1 && len(q.AssigneeIDs) <= 1 && !q.Unassigned &&
+		q.DueAfter == nil && q.DueBefore == nil && q.UpdatedAfter == nil && q.Text == nil &&
+		(q.Order == domain.TaskOrder{} || q.Order == domain.TaskOrder{Field: domain.TaskOrderCreatedAt})
+	if !legacy {
+		return fmt.Sprintf("tasks:%s:%s:%s", workspaceID, projectID, q.Canonical())
+	}
+	status, assignee := "*", "*"
+	if len(q.Statuses) == 1 {
+		status = string(q.Statuses[0])
+	}
+	if len(q.AssigneeIDs) == 1 {
+		assignee = q.AssigneeIDs[0]
+	}
+	return fmt.Sprintf("tasks:%s:%s:status=%s:assignee=%s", workspaceID, projectID, status, assignee)
 }
 
 func deliveryListScope(workspaceID, webhookID string, status *domain.DeliveryStatus) string {

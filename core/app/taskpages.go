@@ -85,11 +85,11 @@ func taskListQuery(a domain.Actor, r TaskListRequest) (ports.TaskFilter, domain.
 	if _, err := r.Page.Size(); err != nil {
 		return ports.TaskFilter{}, domain.Keyset{}, err
 	}
-	f, canonical, err := taskFilter(a, r.ProjectID, r.Query)
+	f, q, err := taskFilter(a, r.ProjectID, r.Query)
 	if err != nil {
 		return ports.TaskFilter{}, domain.Keyset{}, err
 	}
-	k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, canonical))
+	k, err := r.Page.Keyset(taskListScope(a.WorkspaceID, r.ProjectID, q))
 	if err != nil {
 		return ports.TaskFilter{}, domain.Keyset{}, err
 	}
@@ -99,30 +99,32 @@ func taskListQuery(a domain.Actor, r TaskListRequest) (ports.TaskFilter, domain.
 
 // taskFilter validates q and makes the store's filter for the tasks of
 // project projectID ("" for every project) that q selects and the key sees,
-// with the query's canonical form (its me resolved). The filter's
+// with q as the filter reads it (its me resolved). The filter's
 // ProjectIDs is empty, not nil, when the key sees none of the projects
 // asked for: the caller then answers without asking the store.
-func taskFilter(a domain.Actor, projectID string, q domain.TaskQuery) (ports.TaskFilter, string, error) {
+func taskFilter(a domain.Actor, projectID string, q domain.TaskQuery) (ports.TaskFilter, domain.TaskQuery, error) {
 	if err := q.Validate(); err != nil {
-		return ports.TaskFilter{}, "", err
+		return ports.TaskFilter{}, q, err
 	}
 	if projectID != "" {
 		if q.ProjectIDs != nil {
-			return ports.TaskFilter{}, "", domain.Invalid(domain.ParamProjectID, "Is not a filter of one project's tasks.")
+			return ports.TaskFilter{}, q, domain.Invalid(domain.ParamProjectID, "Is not a filter of one project's tasks.")
 		}
 		if !domain.IsID(projectID, domain.PrefixProject) || !a.SeesProject(projectID) {
-			return ports.TaskFilter{}, "", domain.NotFound("project", projectID)
+			return ports.TaskFilter{}, q, domain.NotFound("project", projectID)
 		}
 	}
 	if q.AssignedToMe {
 		if a.UserID == "" {
-			return ports.TaskFilter{}, "", domain.Invalid(domain.ParamAssigneeID, "me names the key's user, and this call has no key.")
+			return ports.TaskFilter{}, q, domain.Invalid(domain.ParamAssigneeID, "me names the key's user, and this call has no key.")
 		}
 		q.AssigneeIDs = append(slices.Clone(q.AssigneeIDs), a.UserID)
 		q.AssignedToMe = false
 	}
+	// A value given twice is the same value: counts from the projects'
+	// counters must not add a status twice.
 	f := ports.TaskFilter{
-		WorkspaceID: a.WorkspaceID, Statuses: q.Statuses, AssigneeIDs: q.AssigneeIDs, Unassigned: q.Unassigned,
+		WorkspaceID: a.WorkspaceID, Statuses: distinct(q.Statuses), AssigneeIDs: distinct(q.AssigneeIDs), Unassigned: q.Unassigned,
 		DueAfter: q.DueAfter, DueBefore: q.DueBefore, UpdatedAfter: q.UpdatedAfter, Order: q.Order,
 	}
 	if q.Text != nil {
@@ -141,7 +143,21 @@ func taskFilter(a domain.Actor, projectID string, q domain.TaskQuery) (ports.Tas
 	case a.Restricted():
 		f.ProjectIDs = slices.Clone(a.ProjectIDs)
 	}
-	return f, q.Canonical(), nil
+	return f, q, nil
+}
+
+// distinct is vals without repeats, in their first order; nil stays nil.
+func distinct[T comparable](vals []T) []T {
+	if vals == nil {
+		return nil
+	}
+	out := make([]T, 0, len(vals))
+	for _, v := range vals {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // ListMany is List for several lists of one project's tasks at once, with

@@ -61,7 +61,7 @@ func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in
 		if err := s.d.Tasks.CreateTask(ctx, t); err != nil {
 			return err
 		}
-		if err := s.d.Projects.AddTaskCounts(ctx, a.WorkspaceID, projectID, domain.StatusCounts{}.Add(t.Status, 1)); err != nil {
+		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, projectID, 1); err != nil {
 			return err
 		}
 		return s.record(ctx, a, domain.EventTaskCreated, t, nil)
@@ -153,18 +153,12 @@ func (s *Tasks) Update(ctx context.Context, a domain.Actor, id string, patch dom
 		if err := s.d.Tasks.UpdateTask(ctx, next); err != nil {
 			return err
 		}
-		if next.Status != t.Status {
-			moved := domain.StatusCounts{}.Add(t.Status, -1).Add(next.Status, 1)
-			if err := s.d.Projects.AddTaskCounts(ctx, a.WorkspaceID, t.ProjectID, moved); err != nil {
-				return err
-			}
-		}
 		return s.record(ctx, a, domain.EventTaskUpdated, next, changes)
 	})
 	return out, err
 }
 
-// Delete removes a task and takes it off its project's counts.
+// Delete removes a task and decrements its project's task_count.
 func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
 	if err := a.Require(domain.ScopeTasksWrite); err != nil {
 		return err
@@ -183,7 +177,7 @@ func (s *Tasks) Delete(ctx context.Context, a domain.Actor, id string) error {
 		if err := s.d.Tasks.DeleteTask(ctx, a.WorkspaceID, id); err != nil {
 			return err
 		}
-		if err := s.d.Projects.AddTaskCounts(ctx, a.WorkspaceID, t.ProjectID, domain.StatusCounts{}.Add(t.Status, -1)); err != nil {
+		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, t.ProjectID, -1); err != nil {
 			return err
 		}
 		return s.record(ctx, a, domain.EventTaskDeleted, t, nil)

@@ -167,6 +167,10 @@ func (q TaskQuery) Validate() error {
 	if err := checkCount(ParamAssigneeID, n, q.FiltersAssignee()); err != nil {
 		return err
 	}
+	// An empty list beside unassigned or me is still an empty list.
+	if err := checkCount(ParamAssigneeID, len(q.AssigneeIDs), q.AssigneeIDs != nil); err != nil {
+		return err
+	}
 	for _, id := range q.AssigneeIDs {
 		if !IsID(id, PrefixUser) {
 			return Invalid(ParamAssigneeID, "Each value must be a user id, me or none.")
@@ -218,11 +222,12 @@ func checkIDList(param string, ids []string, prefix, what string) error {
 }
 
 // SearchWords splits a search text into its words, lowercased: the runs of
-// letters and digits. Titles are indexed by the same rule, so a word of the
+// letters, digits and the marks that combine with them (the vowel signs of
+// Devanagari, say). Titles are indexed by the same rule, so a word of the
 // text matches a title word it is a prefix of.
 func SearchWords(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r)
 	})
 }
 

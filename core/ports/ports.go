@@ -152,11 +152,12 @@ type ProjectStore interface {
 	FindProjectByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Project, error)
 	// UpdateProject writes the mutable fields of p (name, updated_at).
 	UpdateProject(ctx context.Context, p domain.Project) error
-	// AddTaskCounts adds delta to the project's status counts, and their
-	// total to its task_count, atomically in the database (never
-	// read-modify-write), so concurrent creates, status changes and deletes
-	// cannot make them drift. updated_at is left alone.
-	AddTaskCounts(ctx context.Context, workspaceID, id string, delta domain.StatusCounts) error
+	// AddTaskCount adds delta to the project's task_count atomically in the
+	// database (never read-modify-write), so concurrent creates and deletes
+	// cannot make it drift. updated_at is left alone. The counts by status
+	// are the store's to keep, in the same transaction as each task's
+	// insertion, status change and deletion.
+	AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error
 }
 
 // TaskFilter selects tasks of a workspace, a page at a time. Nil and false

@@ -299,8 +299,10 @@ func seedSQLite(ctx context.Context, path string, d *dataset) error {
 		}
 	}
 	for _, p := range d.projects {
-		if err := exec(`INSERT INTO projects (`+strings.Join(projectColumns, ", ")+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			p.id, d.workspaceID, p.name, p.key, p.taskCount, p.byStatus[0], p.byStatus[1], p.byStatus[2], p.byStatus[3], ts(d.created), ts(d.created)); err != nil {
+		// The counts by status start at zero: the tasks table's triggers
+		// count the tasks as they are inserted.
+		if err := exec(`INSERT INTO projects (`+strings.Join(projectColumns, ", ")+`) VALUES (?, ?, ?, ?, ?, 0, 0, 0, 0, ?, ?)`,
+			p.id, d.workspaceID, p.name, p.key, p.taskCount, ts(d.created), ts(d.created)); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,8 @@
 -- Finding tasks (docs/finding-tasks.md): counts by status on projects, kept
--- with task_count in every task change's transaction; a full-text index of
--- titles; and indexes so that every filter and order of the task lists
--- across a workspace is an index scan.
+-- by triggers in every task change's transaction (so that a server of an
+-- earlier version, still running during a rolling update, keeps them too);
+-- a full-text index of titles; and indexes so that every filter and order
+-- of the task lists across a workspace is an index scan.
 
 -- +goose Up
 ALTER TABLE projects
@@ -23,6 +24,45 @@ FROM (
     FROM tasks GROUP BY project_id
 ) c
 WHERE c.project_id = p.id;
+
+-- +goose StatementBegin
+CREATE FUNCTION worktrack_count_task_statuses() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    task tasks;
+    delta integer;
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        UPDATE projects SET
+            open_count        = open_count        + (NEW.status = 'open')::int        - (OLD.status = 'open')::int,
+            in_progress_count = in_progress_count + (NEW.status = 'in_progress')::int - (OLD.status = 'in_progress')::int,
+            done_count        = done_count        + (NEW.status = 'done')::int        - (OLD.status = 'done')::int,
+            archived_count    = archived_count    + (NEW.status = 'archived')::int    - (OLD.status = 'archived')::int
+        WHERE workspace_id = NEW.workspace_id AND id = NEW.project_id;
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        task := NEW;
+        delta := 1;
+    ELSE
+        task := OLD;
+        delta := -1;
+    END IF;
+    UPDATE projects SET
+        open_count        = open_count        + delta * (task.status = 'open')::int,
+        in_progress_count = in_progress_count + delta * (task.status = 'in_progress')::int,
+        done_count        = done_count        + delta * (task.status = 'done')::int,
+        archived_count    = archived_count    + delta * (task.status = 'archived')::int
+    WHERE workspace_id = task.workspace_id AND id = task.project_id;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER tasks_count_statuses_insert AFTER INSERT ON tasks
+    FOR EACH ROW EXECUTE FUNCTION worktrack_count_task_statuses();
+CREATE TRIGGER tasks_count_statuses_delete AFTER DELETE ON tasks
+    FOR EACH ROW EXECUTE FUNCTION worktrack_count_task_statuses();
+CREATE TRIGGER tasks_count_statuses_update AFTER UPDATE OF status ON tasks
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION worktrack_count_task_statuses();
 
 -- A title's words are its runs of letters and digits, lowercased; q's words
 -- are cut by the same rule and each must be the start of a title word. The

@@ -1,5 +1,6 @@
 -- Finding tasks (docs/finding-tasks.md): counts by status on projects, kept
--- with task_count in every task change's transaction; a full-text index of
+-- by triggers in every task change's transaction (so that a server of an
+-- earlier version keeps them too); a full-text index of
 -- titles (FTS5, kept by triggers); and indexes for the filters and orders
 -- of the task lists across a workspace.
 
@@ -13,6 +14,37 @@ UPDATE projects SET
     in_progress_count = (SELECT count(*) FROM tasks WHERE tasks.project_id = projects.id AND status = 'in_progress'),
     done_count        = (SELECT count(*) FROM tasks WHERE tasks.project_id = projects.id AND status = 'done'),
     archived_count    = (SELECT count(*) FROM tasks WHERE tasks.project_id = projects.id AND status = 'archived');
+
+-- +goose StatementBegin
+CREATE TRIGGER tasks_count_statuses_insert AFTER INSERT ON tasks BEGIN
+    UPDATE projects SET
+        open_count        = open_count        + (new.status = 'open'),
+        in_progress_count = in_progress_count + (new.status = 'in_progress'),
+        done_count        = done_count        + (new.status = 'done'),
+        archived_count    = archived_count    + (new.status = 'archived')
+    WHERE workspace_id = new.workspace_id AND id = new.project_id;
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER tasks_count_statuses_delete AFTER DELETE ON tasks BEGIN
+    UPDATE projects SET
+        open_count        = open_count        - (old.status = 'open'),
+        in_progress_count = in_progress_count - (old.status = 'in_progress'),
+        done_count        = done_count        - (old.status = 'done'),
+        archived_count    = archived_count    - (old.status = 'archived')
+    WHERE workspace_id = old.workspace_id AND id = old.project_id;
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER tasks_count_statuses_update AFTER UPDATE OF status ON tasks WHEN old.status <> new.status BEGIN
+    UPDATE projects SET
+        open_count        = open_count        + (new.status = 'open')        - (old.status = 'open'),
+        in_progress_count = in_progress_count + (new.status = 'in_progress') - (old.status = 'in_progress'),
+        done_count        = done_count        + (new.status = 'done')        - (old.status = 'done'),
+        archived_count    = archived_count    + (new.status = 'archived')    - (old.status = 'archived')
+    WHERE workspace_id = new.workspace_id AND id = new.project_id;
+END;
+-- +goose StatementEnd
 
 -- The index of titles' words: the unicode61 tokenizer cuts a title into its
 -- runs of letters and digits and folds their case (diacritics are kept, as
