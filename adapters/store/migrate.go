@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -91,4 +93,26 @@ func (db *DB) migrationLocker(ctx context.Context) (lock.SessionLocker, error) {
 		lock.WithLockID(int64(h.Sum64())),
 		lock.WithLockTimeout(1, 600),
 	)
+}
+
+// MigrationsDigest identifies the migrations of dialect this binary carries:
+// a hex SHA-256 of their names and contents. Test tooling keys databases it
+// migrated once and copies by it, so that a changed migration is never
+// served from a stale copy.
+func MigrationsDigest(dialect string) (string, error) {
+	dir := "migrations/" + dialect
+	entries, err := fs.ReadDir(migrations, dir)
+	if err != nil {
+		return "", fmt.Errorf("store: migrations of %q: %w", dialect, err)
+	}
+	h := sha256.New()
+	for _, e := range entries { // fs.ReadDir sorts by name
+		b, err := fs.ReadFile(migrations, dir+"/"+e.Name())
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -43,17 +43,19 @@ func TestMigrateFresh(t *testing.T) {
 // PostgreSQL schema take turns; each migration is applied once.
 func TestPostgresConcurrentMigrate(t *testing.T) {
 	ctx := context.Background()
-	admin := storetest.Postgres(t)
+	u, err := url.Parse(storetest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := store.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
 	// A second, empty schema in the same database, for the racing handles.
 	schema := "m_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_"))
 	schema = schema + "_" + itoa(int(base.UnixNano()%1e6))
 	if err := admin.Gorm().Exec("CREATE SCHEMA " + schema).Error; err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Gorm().Exec("DROP SCHEMA " + schema + " CASCADE") })
-
-	u, err := url.Parse(storetest.PostgresURL(t))
-	if err != nil {
 		t.Fatal(err)
 	}
 	q := u.Query()

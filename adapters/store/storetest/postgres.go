@@ -67,6 +67,7 @@ var server struct {
 func Main(m *testing.M) {
 	server.mainCalled = true
 	code := m.Run()
+	drops.Wait()
 	if server.admin != nil {
 		_ = server.admin.Close()
 	}
@@ -78,70 +79,28 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Postgres returns a fresh, migrated PostgreSQL database of its own (a
-// schema dropped when t ends), closed when t ends. Without PostgreSQL it skips
+// Postgres returns a migrated PostgreSQL database of t's own, dropped when
+// t ends, and a handle on it, closed when t ends. Without PostgreSQL it skips
 // t, or fails it when WORKTRACK_REQUIRE_POSTGRES=1.
 func Postgres(t testing.TB) *store.DB {
 	t.Helper()
-	u := newSchema(t)
+	u := newDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db, err := store.Open(ctx, u)
 	if err != nil {
-		t.Fatalf("storetest: open postgres schema: %v", err)
+		t.Fatalf("storetest: open postgres: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatalf("storetest: migrate postgres: %v", err)
-	}
 	return db
 }
 
-// PostgresURL is Postgres for tests that start processes: it returns the URL
-// of a fresh, migrated schema (search_path set in the URL), dropped when t
+// PostgresURL is Postgres for tests that start processes or open the store
+// themselves: the URL of a migrated database of t's own, dropped when t
 // ends. Stop the processes before then.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	u := newSchema(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	db, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatalf("storetest: open postgres schema: %v", err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatalf("storetest: migrate postgres: %v", err)
-	}
-	return u
-}
-
-// newSchema creates an empty schema for t and returns a URL whose connections
-// use it (pgx sends unknown URL parameters as run-time parameters).
-func newSchema(t testing.TB) string {
-	t.Helper()
-	admin := requirePostgres(t)
-	schema := "t_" + randomHex(8)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := admin.Gorm().WithContext(ctx).Exec("CREATE SCHEMA " + schema).Error; err != nil {
-		t.Fatalf("storetest: create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := admin.Gorm().WithContext(ctx).Exec("DROP SCHEMA " + schema + " CASCADE").Error; err != nil {
-			t.Errorf("storetest: drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(server.baseURL)
-	if err != nil {
-		t.Fatalf("storetest: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return newDatabase(t)
 }
 
 // requirePostgres returns a handle on the test database, or skips (or fails)

@@ -1,5 +1,6 @@
-// Package storetest gives tests real databases: a fresh, migrated SQLite file
-// or PostgreSQL schema per test, and a statement counter.
+// Package storetest gives tests real databases: a migrated SQLite file or
+// PostgreSQL database of each test's own, copied from one migrated once, and
+// a statement counter.
 //
 // PostgreSQL comes from TEST_DATABASE_URL when it is set (it must name a
 // dedicated test database, never the one named "postgres"); otherwise Main
@@ -15,46 +16,31 @@ package storetest
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/worktrack/worktrack/adapters/store"
 )
 
-// SQLite returns a fresh, migrated SQLite database in a file of t.TempDir(),
-// closed when t ends.
+// SQLite returns a migrated SQLite database in a file of t.TempDir(), closed
+// when t ends.
 func SQLite(t testing.TB) *store.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "worktrack.db"))
+	db, err := store.Open(ctx, SQLiteURL(t))
 	if err != nil {
 		t.Fatalf("storetest: open sqlite: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatalf("storetest: migrate sqlite: %v", err)
-	}
 	return db
 }
 
 // SQLiteURL is SQLite for tests that open the store themselves (with
-// options): the URL of a fresh, migrated SQLite file in t.TempDir().
+// options): the URL of a migrated SQLite file in t.TempDir().
 func SQLiteURL(t testing.TB) string {
 	t.Helper()
-	u := "sqlite:" + filepath.Join(t.TempDir(), "worktrack.db")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatalf("storetest: open sqlite: %v", err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatalf("storetest: migrate sqlite: %v", err)
-	}
-	return u
+	return "sqlite:" + newSQLiteFile(t)
 }
 
 // ForEachURL is ForEach for tests that open the store themselves: fn gets
