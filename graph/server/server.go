@@ -35,6 +35,8 @@ const (
 	DefaultAPQCacheSize  = 1_000
 	DefaultLoaderWait    = 10 * time.Millisecond
 	DefaultInitTimeout   = 10 * time.Second
+	// DefaultKeyCheckInterval is Options.KeyCheckInterval's default.
+	DefaultKeyCheckInterval = 2 * time.Second
 )
 
 // Options configure the GraphQL transport.
@@ -53,6 +55,10 @@ type Options struct {
 	// InitTimeout is how long a new WebSocket may take to send
 	// connection_init before it is closed with 4408 (default 10s).
 	InitTimeout time.Duration
+	// KeyCheckInterval is how often an open socket's key is resolved again,
+	// so that a revoked or expired key, or a changed role, closes it
+	// (default 2s; with the key cache's 5 seconds, within 10 seconds).
+	KeyCheckInterval time.Duration
 	// Logger receives resolver panics; errors are logged through the edge's
 	// logger (httpedge.PublicError), keyed by request id.
 	Logger *slog.Logger
@@ -80,6 +86,9 @@ func (o *Options) defaults() {
 	}
 	if o.InitTimeout <= 0 {
 		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.KeyCheckInterval <= 0 {
+		o.KeyCheckInterval = DefaultKeyCheckInterval
 	}
 	if !o.budget.set() {
 		o.budget = newWorkBudget(o.MaxComplexity)
@@ -129,7 +138,7 @@ func configure(srv executorConfig, o Options) {
 func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	o.defaults()
 	api := edge.API(Path, renderHTTPError)
-	sockets := newSockets(a.Auth)
+	sockets := newSockets(a.Auth, o.KeyCheckInterval)
 	ws := newWSHandler(edge, api, a, o, sockets)
 	h := &postHandler{exec: newExecutor(a, o), app: a, wait: o.LoaderWait, api: api}
 	servePage := func(c *gin.Context) {

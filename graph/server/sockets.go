@@ -15,6 +15,7 @@ import (
 // them, so that the server closes them on shutdown (Close).
 type Sockets struct {
 	auth     *app.Auth
+	keyCheck time.Duration // how often open sockets' keys are resolved again
 	mu       sync.Mutex
 	open     map[*socket]struct{}
 	perKey   map[string]int // initialised sockets by API key
@@ -25,20 +26,20 @@ type Sockets struct {
 	stop     chan struct{}
 }
 
-func newSockets(auth *app.Auth) *Sockets {
+func newSockets(auth *app.Auth, keyCheck time.Duration) *Sockets {
 	return &Sockets{
-		auth: auth, open: map[*socket]struct{}{}, perKey: map[string]int{}, pending: map[string]int{},
+		auth: auth, keyCheck: keyCheck, open: map[*socket]struct{}{}, perKey: map[string]int{}, pending: map[string]int{},
 		stop: make(chan struct{}),
 	}
 }
 
-// watchKeys resolves the keys of the open sockets again every wsKeyCheck,
+// watchKeys resolves the keys of the open sockets again every keyCheck,
 // each distinct key once, and closes with 4403 the sockets whose key no
 // longer resolves (revoked, expired), and those whose user's role changed
 // since connection_init (a socket's operations act with the role it
 // authenticated with: a demoted user must connect again), until Close.
 func (ss *Sockets) watchKeys() {
-	t := time.NewTicker(wsKeyCheck)
+	t := time.NewTicker(ss.keyCheck)
 	defer t.Stop()
 	for {
 		select {

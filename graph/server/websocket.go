@@ -51,10 +51,6 @@ const (
 	// wsWriteTimeout bounds one message's write: a client that reads
 	// nothing for this long is disconnected.
 	wsWriteTimeout = 10 * time.Second
-	// wsKeyCheck is how often an open socket's key is resolved again, so
-	// that a revoked or expired key closes it within 10 seconds (with the
-	// key cache's 5 seconds).
-	wsKeyCheck = 2 * time.Second
 	// wsLoaderWait is how long the dataloaders of one result over a socket
 	// gather loads.
 	wsLoaderWait = time.Millisecond
@@ -137,7 +133,7 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 // (any case), else the upgrade request's Authorization header. A refused key
 // closes the socket with 4403, a key that holds MaxSocketsPerKey sockets
 // already with 4429; then, while the socket is open, the key is resolved
-// again every wsKeyCheck and the socket closed with 4403 once it no longer
+// again every Options.KeyCheckInterval and the socket closed with 4403 once it no longer
 // resolves (revoked, expired): Sockets.watchKeys.
 func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	s := socketOf(ctx)

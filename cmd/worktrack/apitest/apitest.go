@@ -120,6 +120,11 @@ func New(t testing.TB, db *store.DB, opts ...Option) *Env {
 func NewWith(t testing.TB, db *store.DB, set Settings, opts ...Option) *Env {
 	t.Helper()
 	clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	if set.GraphQL.KeyCheckInterval == 0 {
+		// Sockets see a revoked key, an expiry or a role change within this,
+		// not the production 2 s: the tests that wait for it wait less.
+		set.GraphQL.KeyCheckInterval = 50 * time.Millisecond
+	}
 	a := wiring.App(db, wiring.Core{Clock: clock, AllowPrivateWebhooks: set.AllowPrivateWebhooks, Live: set.Live})
 	logs := &LogBuffer{}
 	o := httpedge.Options{
