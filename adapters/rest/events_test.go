@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,11 +184,14 @@ func TestEventLogResumesWithStartingAfter(t *testing.T) {
 	})
 }
 
-// Exact resume under concurrency: while 8 writers create tasks, a reader
-// keeps resuming with starting_after. It must see every event of the log
-// once, in the order the log lists at the end: no gap where a transaction
-// committed after a later-created one, no repeat.
+// Exact resume under concurrency: while 8 writers create 30 tasks each, a
+// reader keeps resuming with starting_after. It must see every event of the
+// log once, in the order the log lists at the end: no gap where a
+// transaction committed after a later-created one, no repeat. The overlap is
+// arranged, not hoped for: a writer goes on to its next five tasks only once
+// the reader has read again, however slow the machine.
 func TestEventLogResumeIsExactUnderConcurrentWrites(t *testing.T) {
+	const writers, perWriter = 8, 30
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		ctx := context.Background()
@@ -197,13 +201,20 @@ func TestEventLogResumeIsExactUnderConcurrentWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wg sync.WaitGroup
-		stop := time.Now().Add(2 * time.Second)
-		var writeErr error
-		var mu sync.Mutex
-		for w := range 8 {
+		var (
+			wg       sync.WaitGroup
+			reads    atomic.Int64
+			done     atomic.Bool
+			quit     atomic.Bool // the reader failed: writers stop waiting for it
+			writeErr error
+			mu       sync.Mutex
+		)
+		for w := range writers {
 			wg.Go(func() {
-				for i := 0; time.Now().Before(stop); i++ {
+				for i := range perWriter {
+					for i%5 == 0 && reads.Load() < int64(i/5+1) && !quit.Load() {
+						time.Sleep(time.Millisecond) // until the reader has read again
+					}
 					if _, err := e.App.Tasks.Create(ctx, member, p.ID, domain.TaskFields{Title: domain.Set(fmt.Sprintf("w%d-%d", w, i))}); err != nil {
 						mu.Lock()
 						writeErr = err
@@ -213,6 +224,7 @@ func TestEventLogResumeIsExactUnderConcurrentWrites(t *testing.T) {
 				}
 			})
 		}
+		go func() { wg.Wait(); done.Store(true) }()
 		var seen []string
 		read := func() {
 			req := app.EventListRequest{Page: domain.PageRequest{Limit: domain.Set(7)}}
@@ -222,16 +234,18 @@ func TestEventLogResumeIsExactUnderConcurrentWrites(t *testing.T) {
 			}
 			page, err := e.App.Events.List(ctx, guest, req)
 			if err != nil {
+				quit.Store(true)
+				wg.Wait()
 				t.Fatal(err)
 			}
 			for _, ev := range page.Items {
 				seen = append(seen, ev.ID)
 			}
+			reads.Add(1)
 		}
-		for time.Now().Before(stop) {
+		for !done.Load() {
 			read()
 		}
-		wg.Wait()
 		if writeErr != nil {
 			t.Fatal(writeErr)
 		}
@@ -247,14 +261,14 @@ func TestEventLogResumeIsExactUnderConcurrentWrites(t *testing.T) {
 		for _, ev := range final {
 			want = append(want, ev.ID)
 		}
-		if len(want) < 50 {
-			t.Fatalf("only %d events written: the writers did not overlap", len(want))
+		if len(want) != writers*perWriter+1 {
+			t.Fatalf("the log lists %d events for %d tasks and a project", len(want), writers*perWriter)
 		}
 		if !slices.Equal(seen, want) {
 			t.Fatalf("the resuming reader saw %d events, the log lists %d; first difference at %d",
 				len(seen), len(want), firstDiff(seen, want))
 		}
-		t.Logf("%d events, read by resuming with starting_after while 8 writers wrote", len(want))
+		t.Logf("%d events, read in %d pages by resuming with starting_after while 8 writers wrote", len(want), reads.Load())
 	})
 }
 
