@@ -18,23 +18,30 @@ import (
 const nestedQuery = `{ projects(first: 20) { nodes { tasks(first: 50) { nodes { assignee { email } project { key } } } } } }`
 
 // seed creates projects × tasks through the core services, the tasks
-// assigned in turn to the admin, the member and the guest.
+// assigned in turn to the admin, the member and the guest. It all commits
+// as one transaction: a thousand tasks cost a thousand creates' statements,
+// not a thousand commits.
 func seed(t *testing.T, e *apitest.Env, projects, tasks int) {
 	t.Helper()
-	ctx := context.Background()
 	member := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}
 	assignees := []string{e.Admin.User.ID, e.Member.User.ID, e.Guest.User.ID}
-	for i := range projects {
-		p, err := e.App.Projects.Create(ctx, member, domain.ProjectFields{Name: domain.Set(fmt.Sprintf("P%d", i)), Key: domain.Set(fmt.Sprintf("P%d", i))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j := range tasks {
-			a := assignees[(i+j)%len(assignees)]
-			if _, err := e.App.Tasks.Create(ctx, member, p.ID, domain.TaskFields{Title: domain.Set(fmt.Sprintf("T%d", j)), AssigneeID: domain.Set(a)}); err != nil {
-				t.Fatal(err)
+	err := e.DB.InTx(context.Background(), func(ctx context.Context) error {
+		for i := range projects {
+			p, err := e.App.Projects.Create(ctx, member, domain.ProjectFields{Name: domain.Set(fmt.Sprintf("P%d", i)), Key: domain.Set(fmt.Sprintf("P%d", i))})
+			if err != nil {
+				return err
+			}
+			for j := range tasks {
+				a := assignees[(i+j)%len(assignees)]
+				if _, err := e.App.Tasks.Create(ctx, member, p.ID, domain.TaskFields{Title: domain.Set(fmt.Sprintf("T%d", j)), AssigneeID: domain.Set(a)}); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
