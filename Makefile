@@ -9,26 +9,37 @@ TESTFLAGS     ?=
 # The PostgreSQL image `make test-image` builds from Debian packages, for
 # testcontainers where no image registry is reachable (docs/testing.md).
 TEST_PG_IMAGE ?= worktrack/postgres-test:15
-# The packages whose tests use PostgreSQL (storetest.Postgres, PostgresURL or
-# ForEach), run by test-containers.
-PG_TEST_CALL := storetest[.](Postgres|PostgresURL|ForEach|OwnPostgres)[(]
-PG_PACKAGES = $(sort $(patsubst %/,%,$(dir $(shell grep -rlE '$(PG_TEST_CALL)' --include='*_test.go' . 2>/dev/null))))
+# What test-containers runs: the tests that need a Docker engine. That is
+# the testcontainers path itself (TestMigrateTwice of adapters/store, with
+# PostgreSQL found and started by storetest) and every test that starts a
+# PostgreSQL of its own to stop it (storetest.OwnPostgres, the fault tests).
+# Every other PostgreSQL test runs in make test against TEST_DATABASE_URL.
+OWN_PG_CALL        := storetest[.]OwnPostgres[(]
+OWN_PG_AWK         := /^func Test/ { name = $$2; sub(/[(].*/, "", name) } /$(OWN_PG_CALL)/ { print name }
+OWN_PG_FILES       = $(shell grep -rlE '$(OWN_PG_CALL)' --include='*_test.go' . 2>/dev/null)
+OWN_PG_TESTS       = $(shell awk '$(OWN_PG_AWK)' $(OWN_PG_FILES) </dev/null | sort -u)
+CONTAINER_TESTS    = $(subst $(space),|,$(strip TestMigrateTwice $(OWN_PG_TESTS)))
+CONTAINER_PACKAGES = $(sort ./adapters/store $(patsubst %/,%,$(dir $(OWN_PG_FILES))))
+space := $(subst ,, )
 # testcontainers dials published ports on the Docker host it works out; on a
 # machine with /.dockerenv it guesses the default gateway, wrong for an engine
 # running beside the tests. With a local socket the ports are on 127.0.0.1.
 TC_HOST_OVERRIDE ?= $(if $(filter-out unix://%,$(DOCKER_HOST)),,127.0.0.1)
 
-# golangci-lint is pinned so every machine (and CI) lints with the same rules;
-# it is built into ./bin on first use and rebuilt when the version differs.
+# golangci-lint is pinned so every machine (and CI) lints with the same rules.
+# It is built on first use into a cache outside the checkout, under a name
+# that carries its version, so that a fresh clone on a machine that built it
+# once (CI's, every run) does not build it again.
 GOLANGCI_LINT_VERSION := v2.15.0
-GOLANGCI_LINT         := $(BIN)/golangci-lint
+TOOLS_CACHE           ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/worktrack/tools
+GOLANGCI_LINT         := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # The files gqlgen owns or reads; check-generate fails when they drift.
 GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql test fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -62,12 +73,25 @@ build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT
 # offline image of make test-image when Docker holds it and no other
 # (storetest.chooseImage); the ports are dialled where TC_HOST_OVERRIDE says.
 test: ## run every test with the race detector (extra flags: TESTFLAGS=...); says what was skipped
-	@set -o pipefail; \
+	@set -o pipefail; mkdir -p $(BIN); \
 	if [ -z "$${TESTCONTAINERS_HOST_OVERRIDE+set}" ] && [ -n '$(TC_HOST_OVERRIDE)' ]; then \
 		export TESTCONTAINERS_HOST_OVERRIDE='$(TC_HOST_OVERRIDE)'; \
 	fi; \
 	$(GO) build -o $(BIN)/testsummary ./tools/testsummary && \
-	$(TEST_GOFLAGS) $(GO) test -race -count=1 -json $(TESTFLAGS) ./... 2>&1 | $(BIN)/testsummary
+	$(TEST_GOFLAGS) $(GO) test -race -count=1 -json $(NO_CONTAINER_FLAGS) $(TESTFLAGS) ./... 2>&1 | tee $(TEST_JSON) | $(BIN)/testsummary
+
+# NO_CONTAINER_TESTS=1 leaves out of make test the tests that start a
+# PostgreSQL container of their own (CI runs them in make test-containers).
+NO_CONTAINER_FLAGS = $(if $(NO_CONTAINER_TESTS),-skip '^($(subst $(space),|,$(strip $(OWN_PG_TESTS))))$$')
+
+# Where the last make test's time went: every package's wall time and the
+# TOP slowest tests, read from the go test -json it kept in bin/test.json.
+TEST_JSON := $(BIN)/test.json
+TOP       ?= 40
+
+test-times: ## where the last make test's time went: each package, and the TOP (default 40) slowest tests
+	@test -s $(TEST_JSON) || { echo "test-times: no $(TEST_JSON) yet: run make test first"; exit 1; }
+	@$(GO) build -o $(BIN)/testsummary ./tools/testsummary && $(BIN)/testsummary -times -slowest $(TOP) <$(TEST_JSON)
 
 # Fuzzing: every `func FuzzXxx` of a test file, one at a time, each for
 # FUZZTIME with one worker (the seeds in f.Add and testdata/fuzz run first).
@@ -106,16 +130,15 @@ image-smoke: ## run IMAGE against SMOKE_DATABASE_URL (host network): CLI-made ke
 test-image: ## build the offline PostgreSQL test image TEST_PG_IMAGE (root, Docker; FORCE=1 rebuilds)
 	WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)' tools/pgimage/build.sh
 
-test-containers: ## PostgreSQL-backed packages and the fault tests through testcontainers with TEST_PG_IMAGE, Ryuk off
+test-containers: ## the tests that need Docker: the testcontainers path and the fault tests (own PostgreSQL), Ryuk off offline
 	@unset TEST_DATABASE_URL; \
-	export WORKTRACK_REQUIRE_POSTGRES=1 WORKTRACK_REQUIRE_DOCKER=1 WORKTRACK_TEST_PG_IMAGE='$(TEST_PG_IMAGE)'; \
-	export TESTCONTAINERS_RYUK_DISABLED="$${TESTCONTAINERS_RYUK_DISABLED:-true}"; \
+	export WORKTRACK_REQUIRE_POSTGRES=1 WORKTRACK_REQUIRE_DOCKER=1; \
 	if [ -z "$${TESTCONTAINERS_HOST_OVERRIDE+set}" ] && [ -n '$(TC_HOST_OVERRIDE)' ]; then \
 		export TESTCONTAINERS_HOST_OVERRIDE='$(TC_HOST_OVERRIDE)'; \
 	fi; \
-	echo "testcontainers: image $$WORKTRACK_TEST_PG_IMAGE, Ryuk disabled: $$TESTCONTAINERS_RYUK_DISABLED, host: $${TESTCONTAINERS_HOST_OVERRIDE:-(found by testcontainers)}"; \
-	echo '$(GO) test -race -count=1 $(TESTFLAGS) $(PG_PACKAGES)'; \
-	$(TEST_GOFLAGS) $(GO) test -race -count=1 $(TESTFLAGS) $(PG_PACKAGES)
+	echo "testcontainers: image $${WORKTRACK_TEST_PG_IMAGE:-found by storetest (postgres:16-alpine, else $(TEST_PG_IMAGE) with Ryuk off)}, host: $${TESTCONTAINERS_HOST_OVERRIDE:-(found by testcontainers)}"; \
+	echo '$(GO) test -race -count=1 -run '"'"'^($(CONTAINER_TESTS))$$'"'"' $(TESTFLAGS) $(CONTAINER_PACKAGES)'; \
+	$(TEST_GOFLAGS) $(GO) test -race -count=1 -run '^($(CONTAINER_TESTS))$$' $(TESTFLAGS) $(CONTAINER_PACKAGES)
 
 clean-containers: ## remove PostgreSQL test containers left by test binaries that died
 	@ids="$$(docker ps -aq --filter label=org.worktrack.storetest)"; \
@@ -124,13 +147,12 @@ clean-containers: ## remove PostgreSQL test containers left by test binaries tha
 lint: fmt-check lint-tool ## gofmt check, then golangci-lint with .golangci.yml
 	$(GOLANGCI_LINT) run ./...
 
-lint-tool: ## install the pinned golangci-lint into bin/ when missing or outdated
-	@want='$(GOLANGCI_LINT_VERSION:v%=%)'; \
-	have="$$($(GOLANGCI_LINT) version --short 2>/dev/null | sed 's/^v//')"; \
-	if [ "$$have" != "$$want" ]; then \
-		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(BIN) (found: $${have:-none})"; \
-		rm -f $(GOLANGCI_LINT); \
-		GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+lint-tool: ## build the pinned golangci-lint into TOOLS_CACHE (~/.cache/worktrack/tools) when missing
+	@if [ ! -x '$(GOLANGCI_LINT)' ]; then \
+		echo "building golangci-lint $(GOLANGCI_LINT_VERSION) into $(TOOLS_CACHE)"; \
+		tmp="$$(mktemp -d)" && \
+		GOBIN="$$tmp" $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && \
+		mkdir -p '$(TOOLS_CACHE)' && mv "$$tmp/golangci-lint" '$(GOLANGCI_LINT)' && rmdir "$$tmp"; \
 	fi
 
 fmt-check: ## fail, listing them, when some Go files are not gofmt-formatted

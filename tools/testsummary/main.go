@@ -18,6 +18,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,7 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64
 }
 
 // skipKind sorts a skipped test by the reason it gave: any of markers.
@@ -56,7 +58,10 @@ var kinds = []skipKind{
 var fixRe = regexp.MustCompile(`To run these tests: (.+?)\.(?:\s|$)`)
 
 func main() {
-	if err := summarize(os.Stdin, os.Stdout); err != nil {
+	top := flag.Int("slowest", 15, "list this many of the slowest tests (0: none)")
+	timesOnly := flag.Bool("times", false, "print only the times and counts, not the tests' output (make test-times)")
+	flag.Parse()
+	if err := summarize(os.Stdin, os.Stdout, *top, *timesOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
 	}
@@ -68,7 +73,14 @@ type tally struct {
 	fixes []string // distinct, in the order first seen
 }
 
-func summarize(in io.Reader, out io.Writer) error {
+// summarize prints what go test printed, the skips by service, the top
+// slowest tests and every package's time; with timesOnly, the times alone.
+func summarize(in io.Reader, out io.Writer, top int, timesOnly bool) error {
+	text := out // what go test printed
+	if timesOnly {
+		text = io.Discard
+	}
+	var times timings
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	outputs := map[string]*strings.Builder{} // package + test -> its output
@@ -78,14 +90,15 @@ func summarize(in io.Reader, out io.Writer) error {
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
 			// Build errors and the like reach stdout as plain text.
-			fmt.Fprintln(out, string(line))
+			fmt.Fprintln(text, string(line))
 			continue
 		}
+		times.add(e)
 		key := e.Package + "\x00" + e.Test
 		switch {
 		case e.Test == "" && e.Action == "output":
 			if t := strings.TrimSpace(e.Output); t != "PASS" && t != "FAIL" && !strings.HasPrefix(t, "=== ") {
-				fmt.Fprint(out, e.Output)
+				fmt.Fprint(text, e.Output)
 			}
 		case e.Action == "output":
 			b := outputs[key]
@@ -96,7 +109,7 @@ func summarize(in io.Reader, out io.Writer) error {
 			b.WriteString(e.Output)
 		case e.Action == "fail" && e.Test != "":
 			if b := outputs[key]; b != nil {
-				fmt.Fprint(out, b.String())
+				fmt.Fprint(text, b.String())
 			}
 			delete(outputs, key)
 		case e.Action == "skip" && e.Test != "":
@@ -111,6 +124,7 @@ func summarize(in io.Reader, out io.Writer) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
+	times.print(out, top)
 	for i, k := range kinds {
 		t := skipped[i]
 		if t.count == 0 {

@@ -25,7 +25,7 @@ func TestSummaryCountsSkipsByServiceAndShowsFailures(t *testing.T) {
 		`# p [build failed]`,
 	}, "\n")
 	var out strings.Builder
-	if err := summarize(strings.NewReader(in), &out); err != nil {
+	if err := summarize(strings.NewReader(in), &out, 15, false); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -60,7 +60,7 @@ func TestSummaryNamesTheFixTheSkipsGave(t *testing.T) {
 		`{"Action":"skip","Package":"q","Test":"TestWS"}`,
 	}, "\n")
 	var out strings.Builder
-	if err := summarize(strings.NewReader(in), &out); err != nil {
+	if err := summarize(strings.NewReader(in), &out, 15, false); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -75,6 +75,45 @@ func TestSummaryNamesTheFixTheSkipsGave(t *testing.T) {
 	for _, not := range []string{"start a Docker engine", "install Node.js"} {
 		if strings.Contains(got, not) {
 			t.Errorf("%q is not this machine's fix:\n%s", not, got)
+		}
+	}
+}
+
+// The summary ends with the slowest top-level tests, every package's wall
+// time, slowest first, and the count of tests and subtests by outcome; with
+// -times, that alone.
+func TestSummaryShowsWhereTheTimeWent(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"output","Package":"a","Test":"TestQuick","Output":"chatter\n"}`,
+		`{"Action":"pass","Package":"a","Test":"TestQuick","Elapsed":0.2}`,
+		`{"Action":"pass","Package":"a","Test":"TestSlow/sqlite","Elapsed":3}`,
+		`{"Action":"pass","Package":"a","Test":"TestSlow/postgres","Elapsed":4}`,
+		`{"Action":"pass","Package":"a","Test":"TestSlow","Elapsed":7.1}`,
+		`{"Action":"skip","Package":"a","Test":"TestNeedsRedis","Elapsed":0}`,
+		`{"Action":"pass","Package":"a","Elapsed":7.5}`,
+		`{"Action":"output","Package":"b","Test":"TestMiddling","Output":"--- FAIL: TestMiddling\n"}`,
+		`{"Action":"fail","Package":"b","Test":"TestMiddling","Elapsed":2.5}`,
+		`{"Action":"fail","Package":"b","Elapsed":9}`,
+	}, "\n")
+	for _, timesOnly := range []bool{false, true} {
+		var out strings.Builder
+		if err := summarize(strings.NewReader(in), &out, 2, timesOnly); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		want := "\nSLOWEST 2 TESTS (wall seconds, subtests included):\n" +
+			"      7.1  TestSlow a\n" +
+			"      2.5  TestMiddling b\n" +
+			"\nPACKAGES (wall seconds of each test binary; they run side by side):\n" +
+			"      9.0  b\n" +
+			"      7.5  a\n" +
+			"     16.5  in all\n" +
+			"\n4 passed, 1 failed, 1 skipped\n"
+		if !strings.Contains(got, want) {
+			t.Errorf("times (timesOnly %v):\n%s\nwant them to contain:\n%s", timesOnly, got, want)
+		}
+		if printed := strings.Contains(got, "--- FAIL: TestMiddling"); printed == timesOnly {
+			t.Errorf("timesOnly %v: a failing test's output printed: %v\n%s", timesOnly, printed, got)
 		}
 	}
 }
