@@ -546,12 +546,13 @@ func TestSubscriptionResumesAfterAnEvent(t *testing.T) {
 	})
 }
 
-// A subscriber that stops reading falls behind; past the limit its
-// subscription ends with subscriber_too_slow, after the events it was
-// sent, and it resumes with after from the last one it received.
+// A subscriber that stops reading falls behind; past the limit (here 50
+// events, so that a hundred more pass it) its subscription ends with
+// subscriber_too_slow, after the events it was sent, and it resumes with
+// after from the last one it received.
 func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, apitest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
+		e := newLiveEnv(t, db, apitest.Settings{Live: app.LiveOptions{MaxBehind: 50}}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})
 		prj.ExpectStatus(t, http.StatusCreated)
 
@@ -575,7 +576,7 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 				t.Fatalf("%d events, want 10", len(got))
 			}
 		}
-		const more = 1_100
+		const more = 110
 		createTasks(t, e, prj.Str("id"), more)
 		for ev := range feed {
 			got = append(got, ev.ID)
