@@ -60,13 +60,16 @@ var server struct {
 	err        error // why PostgreSQL is unavailable
 }
 
-// Main runs the tests of a package and then releases the PostgreSQL
-// container, if one was started; call it from TestMain. The container is
-// started on the first Postgres call, so packages that run only SQLite tests
-// never wait for one.
-func Main(m *testing.M) {
+// Main runs the tests of a package, then after (the package's own
+// clean-ups), and then releases the PostgreSQL container, if one was
+// started; call it from TestMain. The container is started on the first
+// Postgres call, so packages that run only SQLite tests never wait for one.
+func Main(m *testing.M, after ...func()) {
 	server.mainCalled = true
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	drops.Wait()
 	if server.admin != nil {
 		_ = server.admin.Close()

@@ -22,16 +22,6 @@ import (
 	"github.com/worktrack/worktrack/cmd/worktrack/internal/proctest"
 )
 
-// buildBinary builds cmd/worktrack into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := proctest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
 func post(t *testing.T, url, key string, body any) map[string]any {
 	t.Helper()
 	raw, _ := json.Marshal(body)
