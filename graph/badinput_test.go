@@ -23,6 +23,7 @@ func badIDs(prefix string) []string {
 // absent id: resource_not_found for ids of arguments, validation_failed for
 // references in inputs and filters.
 func TestIllFormedIDsInGraphQL(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "BAD")
@@ -65,6 +66,7 @@ func TestIllFormedIDsInGraphQL(t *testing.T) {
 
 // TestDueAtOutsideStorableYearsInGraphQL: the REST rule, through GraphQL.
 func TestDueAtOutsideStorableYearsInGraphQL(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "DUE")
@@ -89,6 +91,7 @@ func TestDueAtOutsideStorableYearsInGraphQL(t *testing.T) {
 // validation_failed (param query) at once, with a short message that does
 // not echo the document; deep variables likewise, naming the variable.
 func TestDocumentLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.SQLite(t))
 	gql(t, e, e.Guest.Key, `{ me { id } }`, nil).ok(t)
 	deepList := `query { projects(after: ` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `) { nodes { id } } }`
@@ -147,6 +150,7 @@ func TestDocumentLimits(t *testing.T) {
 // TestEnvelopeTypes: members of the request body with the wrong JSON type
 // are validation_failed naming the member, without the body echoed back.
 func TestEnvelopeTypes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.SQLite(t))
 	filler := strings.Repeat("x", 5000)
 	for _, c := range []struct{ body, param string }{

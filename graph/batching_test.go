@@ -83,6 +83,7 @@ func countNested(t *testing.T, db *store.DB, projects, tasks int) []string {
 // project's page of tasks, one lookup of the assignees (Task.project is
 // served from the projects already loaded).
 func TestNestedQueryCostsConstantStatements(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		small := countNested(t, db, 2, 3)
 		t.Logf("2 projects × 3 tasks: %d statements:\n  %s", len(small), strings.Join(small, "\n  "))
@@ -102,6 +103,7 @@ func TestNestedQueryCostsConstantStatements(t *testing.T) {
 // projects together: an empty page must tell an empty project from an absent
 // one (as REST's task list does).
 func TestNestedQueryWithEmptyProjects(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		counter := storetest.CountStatements(db)
 		e := newEnv(t, db)
@@ -131,6 +133,7 @@ func TestNestedQueryWithEmptyProjects(t *testing.T) {
 // would hold the query for that hour (the test binary's timeout fails it).
 // Through nodes and edges, with the page size in a variable.
 func TestNestedQueryNeedsNoLoaderTimer(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		counter := storetest.CountStatements(db)
 		e := newEnv(t, db, func(o *server.Options) { o.LoaderWait = time.Hour })

@@ -13,6 +13,7 @@ import (
 // same order, each payload the REST document exactly, task and project as
 // the event shows them, and node() answering evt_ ids.
 func TestEventsMatchTheRESTLog(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "EVT")
@@ -92,6 +93,7 @@ func TestEventsMatchTheRESTLog(t *testing.T) {
 // under it resolves to the current state: the tasks' project is the
 // project as it is now, not the recorded one seeding the loaders' cache.
 func TestEventNestedFieldsShowTheCurrentState(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "NOW")

@@ -83,6 +83,7 @@ func TestBackToBackSubscribesAreAnsweredOneForOne(t *testing.T) {
 // that socket with 4429, while another key connects; closing one makes
 // room.
 func TestSocketsPerKeyAreCapped(t *testing.T) {
+	t.Parallel()
 	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
 	var open []*wsClient
 	for range server.MaxSocketsPerKey {

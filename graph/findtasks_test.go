@@ -40,6 +40,7 @@ func nodeIDs(v any, path ...any) []string {
 // Query.tasks and Project.tasks filter and order as GET /v1/tasks does:
 // the same rules, answered by the same core service.
 func TestGraphQLFindsTasks(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		f := newGQLFind(t, e)
@@ -95,6 +96,7 @@ func TestGraphQLFindsTasks(t *testing.T) {
 }
 
 func TestGraphQLCountsTasks(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		f := newGQLFind(t, e)
@@ -117,6 +119,7 @@ func TestGraphQLCountsTasks(t *testing.T) {
 
 // Errors name the argument path: filter.dueAfter, not due_after.
 func TestGraphQLTaskFilterErrorsNameTheArgument(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		f := newGQLFind(t, e)
@@ -152,6 +155,7 @@ func TestGraphQLTaskFilterErrorsNameTheArgument(t *testing.T) {
 // project costs: the counts are columns of the projects, the tasks one
 // UNION ALL for every project's page.
 func TestProjectTaskCountsAndFilteredTasksAreBatched(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		counter := storetest.CountStatements(db)
 		e := newEnv(t, db)

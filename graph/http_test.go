@@ -29,6 +29,7 @@ func (r *result) expectHTTPError(t *testing.T, status int, code string) {
 }
 
 func TestAuthenticationErrors(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		const q = `{ me { id } }`
@@ -50,6 +51,7 @@ func TestAuthenticationErrors(t *testing.T) {
 }
 
 func TestRateLimitOverGraphQL(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnvWith(t, db, []apitest.Option{func(o *httpedge.Options) { o.RateLimit = 2; o.RateWindow = 10 * time.Second }})
 		start := e.Clock.Now()
@@ -92,6 +94,7 @@ func TestRateLimitOverGraphQL(t *testing.T) {
 }
 
 func TestRequestErrors(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		do := func(body any, contentType string) *result {
@@ -137,6 +140,7 @@ func TestRequestErrors(t *testing.T) {
 // POST /graphql does not take Idempotency-Key (docs/api.md#idempotent-requests): the
 // header is ignored, so a repeated mutation runs again.
 func TestIdempotencyKeyIgnored(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		send := func() *result {
@@ -154,6 +158,7 @@ func TestIdempotencyKeyIgnored(t *testing.T) {
 }
 
 func TestIntrospection(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.SQLite(t))
 	data := gql(t, e, e.Guest.Key, `{ __schema { queryType { name } mutationType { name } types { name kind } }
 		__type(name: "TaskStatus") { enumValues { name } } }`, nil).ok(t)
@@ -177,6 +182,7 @@ func TestIntrospection(t *testing.T) {
 }
 
 func TestAutomaticPersistedQueries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.SQLite(t))
 	const q = `{ me { email } }`
 	sum := sha256.Sum256([]byte(q))
@@ -202,6 +208,7 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 // A resolver failure that is not a domain error answers internal_error with
 // no detail; the log has it, under the request id.
 func TestInternalErrorsStayInTheLog(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "INT")
@@ -223,6 +230,7 @@ func TestInternalErrorsStayInTheLog(t *testing.T) {
 }
 
 func TestRequestIDsAreTheHeader(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.SQLite(t))
 	r := gql(t, e, e.Guest.Key, `{ a: project(id: "prj_a") { id } b: task(id: "tsk_b") { id } }`, nil)
 	if len(r.Errors) != 2 {
@@ -242,6 +250,7 @@ func TestRequestIDsAreTheHeader(t *testing.T) {
 // first (GraphQL over HTTP); with that type, a document refused before it
 // runs is 400 rather than 422.
 func TestResponseMediaType(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.SQLite(t))
 	for _, c := range []struct {
 		accept, query, wantType string

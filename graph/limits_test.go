@@ -14,6 +14,7 @@ import (
 // A query over the complexity or depth limit is refused before it runs: 422,
 // validation_failed, and not one SQL statement.
 func TestLimitsRefuseBeforeAnySQL(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		counter := storetest.CountStatements(db)
 		e := newEnv(t, db, func(o *server.Options) { o.MaxComplexity = 2000; o.MaxDepth = 6 })
@@ -59,6 +60,7 @@ func TestLimitsRefuseBeforeAnySQL(t *testing.T) {
 
 // The defaults let the acceptance query and a typical dashboard query through.
 func TestDefaultLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, storetest.SQLite(t))
 	gql(t, e, e.Guest.Key, nestedQuery, nil).ok(t)
 	gql(t, e, e.Guest.Key, `{ projects(first: 20) { edges { cursor node { id name key taskCount updatedAt
@@ -106,6 +108,7 @@ fragment TypeRef on __Type {
 // The acceptance query weighs 1 + 20 × (1 + (1 + 50 × (1 + 2 + 2))) = 5041
 // (docs/graphql.md): a limit of 5041 lets it through, 5040 refuses it.
 func TestComplexityOfTheNestedQuery(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	at := newEnv(t, db, func(o *server.Options) { o.MaxComplexity = 5041 })
 	gql(t, at, at.Guest.Key, nestedQuery, nil).ok(t)

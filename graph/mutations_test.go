@@ -13,6 +13,7 @@ import (
 const projectFields = `id name key taskCount createdAt updatedAt`
 
 func TestProjectMutations(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		const create = `mutation($in: CreateProjectInput!) { createProject(input: $in) { ` + projectFields + ` } }`
@@ -62,6 +63,7 @@ func TestProjectMutations(t *testing.T) {
 const taskFields = `id projectId title status assigneeId dueAt createdAt updatedAt`
 
 func TestCreateTask(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "TSK")
@@ -103,6 +105,7 @@ func TestCreateTask(t *testing.T) {
 // Merge patch over GraphQL is REST's: an absent field stays, null clears a
 // nullable one and is refused for a required one.
 func TestUpdateTaskMergePatch(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "MRG")
@@ -150,6 +153,7 @@ func TestUpdateTaskMergePatch(t *testing.T) {
 }
 
 func TestStatusTransitions(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "STS")
@@ -194,6 +198,7 @@ func TestStatusTransitions(t *testing.T) {
 }
 
 func TestDeleteTask(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "DEL")
@@ -229,6 +234,7 @@ func TestDeleteTask(t *testing.T) {
 // Guests only read: every mutation is permission_denied, before any other
 // check (even for an absent id).
 func TestRoles(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "ROL")

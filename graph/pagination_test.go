@@ -73,6 +73,7 @@ func seedProjects(t *testing.T, e *apitest.Env, n int) []string {
 // endCursor is REST's next_cursor for the same page, and the two APIs accept
 // each other's cursors.
 func TestProjectsPagination(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		want := seedProjects(t, e, 45)
@@ -127,6 +128,7 @@ func TestProjectsPagination(t *testing.T) {
 }
 
 func TestConnectionArguments(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := seedProjects(t, e, 3)[0]
@@ -165,6 +167,7 @@ func TestConnectionArguments(t *testing.T) {
 
 // Project.tasks pages with its filters, each filter with its own cursors.
 func TestProjectTasksPagination(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "PAG")

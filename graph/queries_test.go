@@ -12,6 +12,7 @@ import (
 // The GraphQL shape of each resource carries the REST values: the same ids,
 // the same instants formatted identically, enums in UPPER_CASE.
 func TestQueriesMatchREST(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "QRY")
@@ -62,6 +63,7 @@ func TestQueriesMatchREST(t *testing.T) {
 }
 
 func TestNode(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		prj := createProject(t, e, "NOD")
@@ -93,6 +95,7 @@ func TestNode(t *testing.T) {
 // Another workspace's id is answered exactly like an absent one: null, and
 // resource_not_found on the field's path.
 func TestTenancy(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		mine := createProject(t, e, "MIN")

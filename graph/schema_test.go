@@ -17,6 +17,7 @@ const envRequireGraphQLJS = "WORKTRACK_REQUIRE_GRAPHQL_JS"
 // schema.graphql passes graphql-js's buildSchema and validateSchema, and the
 // schema the server introspects is that file's, as graphql-js reads both.
 func TestSchemaPassesGraphQLJS(t *testing.T) {
+	t.Parallel()
 	tool := filepath.Join("..", "tools", "schema-check")
 	node := nodetest.Tool{
 		Dir: tool, Package: "graphql", Install: "make schema-check", RequireEnv: envRequireGraphQLJS,

@@ -92,6 +92,7 @@ func rootFields(f graphFixtures) map[string]rootField {
 // with that scope alone it resolves. The table is checked against the
 // schema: a root field added without a row fails here.
 func TestEveryRootFieldNeedsItsScope(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		table := rootFields(newGraphFixtures(t, e.Env))
@@ -170,6 +171,7 @@ func scopesWithout(s domain.Scope) []string {
 // errors of those it may not: a dashboard key without webhooks:read still
 // gets its projects.
 func TestPartialDataBesideInsufficientScope(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		p := createProject(t, e, "PART")
@@ -200,6 +202,7 @@ func TestPartialDataBesideInsufficientScope(t *testing.T) {
 // GraphQL either: not in lists, not by id (node included), not in the
 // event log, not in a subscription.
 func TestRestrictedKeyOverGraphQL(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{})
 		mine, other := createProject(t, e.Env, "MINE"), createProject(t, e.Env, "OTHER")
@@ -250,6 +253,7 @@ func TestRestrictedKeyOverGraphQL(t *testing.T) {
 // Revoking a key through the API closes its sockets within 10 seconds,
 // with 4403; a socket of another key stays open.
 func TestRevokingThroughTheAPIClosesSockets(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{})
 		data := gql(t, e.Env, e.Member.Key, `mutation { createApiKey(input: {name: "socket", scopes: ["events:read"]}) { secret apiKey { id } } }`, nil).ok(t)
@@ -282,6 +286,7 @@ func TestRevokingThroughTheAPIClosesSockets(t *testing.T) {
 // operations act with the role it authenticated with, so it is closed
 // with 4403 within 10 s, and the user connects again with the new role.
 func TestLoweringARoleClosesItsSockets(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{})
 		demoted := dialWS(t, e.URL, nil, bearer(e.Admin.Key))

@@ -273,6 +273,7 @@ const eventsSubscription = `subscription($types: [WebhookEventType!], $projectId
 // log shows it, promptly; another workspace's subscriber never sees it; the
 // filters keep only what they name.
 func TestSubscriptionDeliversChangesOfItsWorkspace(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{})
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Live", "key": "LIV"})
@@ -357,6 +358,7 @@ func waitForSubscriptions(t *testing.T, e *liveEnv, n int) {
 // upgrade request's header; none, a bad one, and a revoked or expired one
 // close the socket with 4403.
 func TestSubscriptionAuthentication(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{})
 
@@ -440,6 +442,7 @@ func waitForSubscriptions0(t *testing.T, e *liveEnv, name string) {
 // A key holds at most 20 subscriptions; the 21st gets an error message, and
 // completing one makes room. Each subscribe counts against the rate limit.
 func TestSubscriptionLimits(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{})
 		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
@@ -478,6 +481,7 @@ func TestSubscriptionLimits(t *testing.T) {
 }
 
 func TestSubscribeCountsAgainstTheRateLimit(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{}, func(o *httpedge.Options) { o.RateLimit = 3 })
 		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
@@ -501,6 +505,7 @@ func TestSubscribeCountsAgainstTheRateLimit(t *testing.T) {
 // the log, then the live events, with no gap and no repeat; an unknown,
 // foreign or malformed after is refused with validation_failed.
 func TestSubscriptionResumesAfterAnEvent(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{})
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Resume", "key": "RES"})
@@ -551,6 +556,7 @@ func TestSubscriptionResumesAfterAnEvent(t *testing.T) {
 // subscriber_too_slow, after the events it was sent, and it resumes with
 // after from the last one it received.
 func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{Live: app.LiveOptions{MaxBehind: 50}}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})
@@ -670,6 +676,7 @@ func allEventIDs(t *testing.T, e *liveEnv, key string) []string {
 
 // A subscription sent with POST is refused: it needs a WebSocket.
 func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		r := gql(t, e, e.Guest.Key, `subscription { events { id } }`, nil)
@@ -684,6 +691,7 @@ func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
 // or gets an internal error: each is answered with the protocol's close
 // code or an error, and the server goes on serving.
 func TestWebSocketBadInput(t *testing.T) {
+	t.Parallel()
 	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
 	raw := func(c *wsClient, typ websocket.MessageType, data []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -784,6 +792,7 @@ func dialRaw(t *testing.T, url string) *wsClient {
 // after the events already sent, the socket stays open, and a subscription
 // with after set to the last event received gets the rest, exactly.
 func TestSlowSocketSubscriberIsCutOffAndResumes(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{Live: app.LiveOptions{MaxBehind: 50}}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})

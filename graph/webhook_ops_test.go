@@ -82,6 +82,7 @@ const opsWebhookFields = `id active disabledReason disabledAt headers { name val
 // another workspace's do not; pingWebhook reaches it while disabled;
 // updateWebhook enables it again (and disables it as USER).
 func TestWebhookOperationsOverGraphQL(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		runDispatcher(t, e.Env)
@@ -171,6 +172,7 @@ func TestWebhookOperationsOverGraphQL(t *testing.T) {
 // the live path does: no webhook.disabled for a guest, nothing of another
 // project for a project-restricted key.
 func TestCatchUpKeepsToWhatTheKeySees(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{AllowPrivateWebhooks: true, Live: app.LiveOptions{Window: 2}})
 		runDispatcher(t, e.Env)

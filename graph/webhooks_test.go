@@ -23,6 +23,7 @@ func createWebhook(t *testing.T, e *apitest.Env, url string, events ...string) (
 }
 
 func TestWebhookQueriesAndMutations(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newWebhookEnv(t, db)
 		data := gql(t, e, e.Admin.Key, `mutation($in: CreateWebhookInput!) { createWebhook(input: $in) { secret webhook { `+webhookFields+` } } }`,
@@ -88,6 +89,7 @@ func TestWebhookQueriesAndMutations(t *testing.T) {
 }
 
 func TestWebhookCreateErrors(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		const q = `mutation($in: CreateWebhookInput!) { createWebhook(input: $in) { secret } }`
 		// Loopback receivers are refused unless WORKTRACK_WEBHOOK_ALLOW_PRIVATE.
@@ -114,6 +116,7 @@ func TestWebhookCreateErrors(t *testing.T) {
 // Every webhook call, reads included, is admin-only; another workspace's
 // webhook is not found.
 func TestWebhookRolesAndTenancy(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newWebhookEnv(t, db)
 		id, _ := createWebhook(t, e, "https://example.com/hook", "TASK_CREATED")
@@ -151,6 +154,7 @@ func TestWebhookRolesAndTenancy(t *testing.T) {
 
 // The webhook list pages like the others, with REST's cursors.
 func TestWebhooksPagination(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newWebhookEnv(t, db)
 		var want []string
@@ -226,6 +230,7 @@ func events(t *testing.T, db *store.DB) map[string]recordedEvent {
 // A mutation records the same event, with the same payload, as the REST
 // call that does the same thing: both call the same core service.
 func TestMutationsEmitTheRESTEvents(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newWebhookEnv(t, db)
 		createWebhook(t, e, "https://example.com/hook", "TASK_CREATED", "TASK_UPDATED", "TASK_DELETED", "PROJECT_CREATED", "PROJECT_UPDATED")
@@ -276,6 +281,7 @@ func normalize(p map[string]any, taskID string) string {
 // (0 to 604800 seconds; left out or null: 0), names the argument in its
 // errors, and keeps the replaced secret signing for that long.
 func TestRotateWebhookSecretGrace(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newWebhookEnv(t, db)
 		id, secret := createWebhook(t, e, "https://example.com/hook", "TASK_CREATED")

@@ -20,6 +20,7 @@ var keySecretRe = regexp.MustCompile(`^wtk_[0-9A-Za-z]{40}$`)
 // shown once, the prefix recognises it, and a revoked key stays listed and
 // stops working at once.
 func TestAPIKeyLifecycle(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		exp := e.Clock.Now().Add(30 * 24 * time.Hour).Format(time.RFC3339)
@@ -76,6 +77,7 @@ func memberKeyID(t *testing.T, e *apitest.Env) string {
 
 // last_used_at moves at most once a minute: no write per request.
 func TestAPIKeyLastUsedIsKeptToTheMinute(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		res := e.Send(http.MethodPost, "/v1/api_keys", e.Member.Key, map[string]any{"name": "used"})
@@ -105,6 +107,7 @@ func TestAPIKeyLastUsedIsKeptToTheMinute(t *testing.T) {
 // Every user manages their own keys; an admin every key of the workspace,
 // and makes keys for another user; another workspace sees none of them.
 func TestAPIKeyOwnership(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		adminKey := e.Send(http.MethodPost, "/v1/api_keys", e.Admin.Key, map[string]any{"name": "admin's"}).Str("id")
@@ -139,6 +142,7 @@ func TestAPIKeyOwnership(t *testing.T) {
 
 // The rules of a new key, each refused with its param.
 func TestAPIKeyValidation(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		p := newProject(t, e, "VAL")
@@ -178,6 +182,7 @@ func TestAPIKeyValidation(t *testing.T) {
 // A key never makes a key that may do more, or see more projects, than
 // itself.
 func TestAPIKeyNoEscalation(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		a, b := newProject(t, e, "AAA"), newProject(t, e, "BBB")
@@ -201,6 +206,7 @@ func TestAPIKeyNoEscalation(t *testing.T) {
 
 // A user holds at most 100 unrevoked keys; revoking one makes room.
 func TestAPIKeysPerUserAreCapped(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		for range domain.MaxAPIKeysPerUser - 1 { // the fixture's key is the first
@@ -223,6 +229,7 @@ func TestAPIKeysPerUserAreCapped(t *testing.T) {
 // replay of the create answers the same key without it, and the stored
 // replay holds no trace of it.
 func TestAPIKeyCreateReplayKeepsNoSecret(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		const body = `{"name":"ci","scopes":["tasks:read"]}`

@@ -33,6 +33,7 @@ func illFormedIDs(prefix string) []string {
 // the API, is answered like an absent id (404 resource_not_found), never by
 // the database's error.
 func TestIllFormedPathIDsAreNotFound(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		routes := []struct {
@@ -70,6 +71,7 @@ func TestIllFormedPathIDsAreNotFound(t *testing.T) {
 // body field, a query filter or a forged cursor are validation_failed
 // naming the field, like references to nobody.
 func TestIllFormedReferencesAreValidationFailed(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "REF")
@@ -114,6 +116,7 @@ func TestIllFormedReferencesAreValidationFailed(t *testing.T) {
 // TestTextFieldsRefuseNULAndInvalidUTF8: names and titles hold no control
 // characters, and a body that is not UTF-8 is not JSON: both 400.
 func TestTextFieldsRefuseNULAndInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "TXT")
@@ -145,6 +148,7 @@ var outOfRangeTimes = []string{
 // validation_failed on create and update, and the extremes that are inside
 // round-trip through create, read, list, update and delete.
 func TestDueAtOutsideStorableYears(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "DUE")
@@ -196,6 +200,7 @@ func TestDueAtOutsideStorableYears(t *testing.T) {
 // never a 500; one cut short by the client leaving is a 499. Sent over a real connection, since only the server's reader
 // sees the framing.
 func TestMalformedChunkedBodyIs400(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t))
 	prj := newProject(t, e, "CHK")
 	srv := httptest.NewServer(e.Engine)

@@ -46,6 +46,7 @@ func apitestHighLimit(o *httpedge.Options) { o.RateLimit = 1 << 30 }
 // TestGetProjectIssuesOneStatement pins the hot path: once the key is cached
 // an authenticated read of a project is exactly one SQL statement.
 func TestGetProjectIssuesOneStatement(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		path := "/v1/projects/" + e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "One", "key": "ONE"}).Str("id")

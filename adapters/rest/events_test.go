@@ -74,6 +74,7 @@ func types(es []event) []string {
 }
 
 func TestEventLogListsEveryChangeInOrder(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Log", "key": "LOG"})
@@ -127,6 +128,7 @@ func TestEventLogListsEveryChangeInOrder(t *testing.T) {
 }
 
 func TestEventLogErrors(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		pid := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Log", "key": "LOG"}).Str("id")
@@ -162,6 +164,7 @@ func TestEventLogErrors(t *testing.T) {
 // A reader that lists to the end and asks again with starting_after set to
 // the last event it saw gets exactly the events committed since.
 func TestEventLogResumesWithStartingAfter(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		pid := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Log", "key": "LOG"}).Str("id")
@@ -191,6 +194,7 @@ func TestEventLogResumesWithStartingAfter(t *testing.T) {
 // arranged, not hoped for: a writer goes on to its next five tasks only once
 // the reader has read again, however slow the machine.
 func TestEventLogResumeIsExactUnderConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	const writers, perWriter = 8, 30
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
@@ -285,6 +289,7 @@ func firstDiff(a, b []string) int {
 // a pending delivery; a purged event is 404, and no longer a place to
 // resume from.
 func TestEventLogRetention(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		ctx := context.Background()

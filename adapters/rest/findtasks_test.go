@@ -54,6 +54,7 @@ func ids(t *testing.T, res *apitest.Response) []string {
 }
 
 func TestFindTasksAcrossProjects(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		f := newFindFixture(t, e)
@@ -111,6 +112,7 @@ func TestFindTasksAcrossProjects(t *testing.T) {
 // Walking a filtered, ordered list page by page returns the whole list
 // once, in order, whatever the page size.
 func TestFindTasksPagesThroughEveryOrder(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "PAGE")
@@ -150,6 +152,7 @@ func TestFindTasksPagesThroughEveryOrder(t *testing.T) {
 }
 
 func TestFindTasksRefusesBadParameters(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		f := newFindFixture(t, e)
@@ -208,6 +211,7 @@ func TestFindTasksRefusesBadParameters(t *testing.T) {
 }
 
 func TestTaskCounts(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		f := newFindFixture(t, e)
@@ -252,6 +256,7 @@ func TestTaskCounts(t *testing.T) {
 
 // A key restricted to projects finds and counts only their tasks.
 func TestFindTasksWithARestrictedKey(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		f := newFindFixture(t, e)
@@ -283,6 +288,7 @@ func TestFindTasksWithARestrictedKey(t *testing.T) {
 // task_counts stays exact under concurrent creations, status changes and
 // deletions, and adds up to task_count.
 func TestProjectTaskCountsUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "CNTS")
@@ -340,6 +346,7 @@ func TestProjectTaskCountsUnderConcurrency(t *testing.T) {
 // and deleted across its projects returns each task that exists for the whole
 // walk exactly once, and no task twice.
 func TestFindTasksIsStableUnderWrites(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		projects := []string{newProject(t, e, "WA"), newProject(t, e, "WB"), newProject(t, e, "WC")}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestRoutingErrors(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		e.Get("/v1/nothing-here", e.Admin.Key).ExpectError(t, 404, "route_not_found", "")
@@ -37,6 +38,7 @@ func TestRoutingErrors(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		for _, p := range []string{"/healthz", "/readyz"} {
@@ -74,6 +76,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestRequestIDsAreUnique(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t))
 	seen := map[string]bool{}
 	for i := 0; i < 50; i++ {
@@ -86,6 +89,7 @@ func TestRequestIDsAreUnique(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db, func(o *httpedge.Options) { o.RateLimit = 3; o.RateWindow = 10 * time.Second })
 		start := e.Clock.Now()
@@ -130,6 +134,7 @@ func TestRateLimit(t *testing.T) {
 // valid key from it passes all the same (many clients share one address
 // behind a proxy or NAT), and the health checks are never refused.
 func TestFailedAuthenticationLimit(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t))
 	attacker, bystander := "203.0.113.7:5555", "198.51.100.2:4444"
 	get := func(addr, key string) *apitest.Response {
@@ -169,6 +174,7 @@ func TestFailedAuthenticationLimit(t *testing.T) {
 // X-Forwarded-For is ignored, so a client cannot dodge the limit by sending
 // one.
 func TestTrustedProxiesNameTheClient(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t), func(o *httpedge.Options) {
 		o.TrustedProxies = []string{"10.0.0.0/24", "192.0.2.1"}
 	})
@@ -198,6 +204,7 @@ func TestTrustedProxiesNameTheClient(t *testing.T) {
 // and shows <, > and & as they are: no body is HTML. On both APIs, on
 // success and on error.
 func TestJSONBodiesEndTheirLineAndAreNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t))
 	prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "R&D <core>", "key": "RND"})
 	prj.ExpectStatus(t, http.StatusCreated)

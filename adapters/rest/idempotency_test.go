@@ -22,6 +22,7 @@ func idem(e *apitest.Env, key, idemKey, path, body string) *apitest.Response {
 }
 
 func TestIdempotencyKeys(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		body := `{"name":"Once","key":"ONCE"}`
@@ -68,6 +69,7 @@ func TestIdempotencyKeys(t *testing.T) {
 // While the first request runs, the same key is idempotency_key_in_use; of
 // concurrent first requests exactly one runs.
 func TestIdempotencyKeyInUse(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		const n = 8

@@ -42,6 +42,7 @@ func documentedRoutes(t *testing.T) []string {
 // The document and the router describe the same routes: a route added to
 // the router without its description, or described but not served, fails.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t))
 	var served []string
 	for _, r := range e.Engine.Routes() {
@@ -73,6 +74,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 // GET /v1/openapi.json serves the document as JSON, with no key; the
 // validator the tests use accepts it as OpenAPI 3.1.
 func TestOpenAPIDocumentIsServed(t *testing.T) {
+	t.Parallel()
 	if _, err := apitest.OpenAPIValidator(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +100,7 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 // GET /docs renders the document with the Redoc bundle the binary serves:
 // the page names no other host. (The browser test renders it for real.)
 func TestReferencePageServesItsOwnAssets(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t))
 	page := e.Get("/docs", "")
 	if page.Status != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {

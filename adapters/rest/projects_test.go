@@ -24,6 +24,7 @@ func keysOf(m map[string]any) string {
 }
 
 func TestCreateProject(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		res := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "  Launch  ", "key": "LAUNCH"})
@@ -52,6 +53,7 @@ func TestCreateProject(t *testing.T) {
 }
 
 func TestCreateProjectErrors(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		ok := map[string]any{"name": "Dup", "key": "DUP"}
@@ -109,6 +111,7 @@ func TestCreateProjectErrors(t *testing.T) {
 }
 
 func TestGetProject(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		p := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "P", "key": "PP"})
@@ -130,6 +133,7 @@ func TestGetProject(t *testing.T) {
 }
 
 func TestUpdateProject(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		p := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Old", "key": "UPD"})
@@ -214,6 +218,7 @@ func pageThrough(t *testing.T, e *apitest.Env, path, key string) [][]string {
 }
 
 func TestListProjectsPagination(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		var want []string
@@ -283,6 +288,7 @@ func TestListProjectsPagination(t *testing.T) {
 }
 
 func TestConcurrentDuplicateProjectKey(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		statuses := make([]int, 2)
@@ -310,6 +316,7 @@ func TestConcurrentDuplicateProjectKey(t *testing.T) {
 }
 
 func TestConcurrentWritersSQLite(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.SQLite(t))
 	const writers = 20
 	statuses := make(chan string, writers*3)

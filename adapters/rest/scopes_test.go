@@ -103,6 +103,7 @@ var unscopedRoutes = map[string]bool{"GET /v1/openapi.json": true}
 // key holding that scope alone is let through. The table is checked
 // against the router itself: a route added without a row fails here.
 func TestEveryRouteNeedsItsScope(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		f := newScopeFixtures(t, e)
@@ -157,6 +158,7 @@ func scopesWithout(s domain.Scope) []string {
 // A key's scopes meet its user's role: the role's refusal comes first
 // (permission_denied), and a write scope includes its read scope.
 func TestScopesMeetTheRole(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		p := newProject(t, e, "ROLE")
@@ -173,6 +175,7 @@ func TestScopesMeetTheRole(t *testing.T) {
 // Lowering a user's role lowers every key of theirs at once; raising it
 // raises them, within their scopes.
 func TestLoweringARoleLowersItsKeys(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		ctx := context.Background()
@@ -205,6 +208,7 @@ func TestLoweringARoleLowersItsKeys(t *testing.T) {
 // not by id, not in the event log; and it creates neither projects nor
 // webhooks.
 func TestProjectRestrictedKeySeesOnlyItsProjects(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		mine, other := newProject(t, e, "MINE"), newProject(t, e, "OTHER")

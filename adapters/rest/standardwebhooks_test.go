@@ -104,6 +104,7 @@ func tampered(r received) received {
 // the Go and the npm library; a tampered body, a wrong secret and a
 // replay whose timestamp is more than five minutes old are refused by both.
 func TestStandardWebhooksVerifyRealDeliveries(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
@@ -201,6 +202,7 @@ func equalBools(a, b []bool) bool {
 // once it has expired only the new secret does. X-service-Signature uses
 // the new secret throughout.
 func TestStandardWebhooksRotationGrace(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})

@@ -35,6 +35,7 @@ func taskCount(t *testing.T, e *apitest.Env, projectID string) int {
 }
 
 func TestCreateAndGetTask(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "TSK")
@@ -74,6 +75,7 @@ func TestCreateAndGetTask(t *testing.T) {
 }
 
 func TestCreateTaskErrors(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "ERR")
@@ -125,6 +127,7 @@ func TestCreateTaskErrors(t *testing.T) {
 
 // Every cell of the transition table of docs/api.md#task-status.
 func TestStatusTransitionTable(t *testing.T) {
+	t.Parallel()
 	allowed := map[string]map[string]bool{
 		"open":        {"in_progress": true, "done": true, "archived": true},
 		"in_progress": {"open": true, "done": true, "archived": true},
@@ -170,6 +173,7 @@ func TestStatusTransitionTable(t *testing.T) {
 }
 
 func TestArchivedTask(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "ARC")
@@ -206,6 +210,7 @@ func TestArchivedTask(t *testing.T) {
 }
 
 func TestTaskMergePatch(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "MP")
@@ -257,6 +262,7 @@ func TestTaskMergePatch(t *testing.T) {
 }
 
 func TestDeleteTask(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "DEL")
@@ -289,6 +295,7 @@ func TestDeleteTask(t *testing.T) {
 }
 
 func TestTaskTenancyAndReads(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "TEN")
@@ -314,6 +321,7 @@ func TestTaskTenancyAndReads(t *testing.T) {
 // 20/20/5 return each exactly once even when a matching task is inserted and
 // another deleted between pages.
 func TestTaskListFiltersWithPagination(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		prj := newProject(t, e, "PAG")
@@ -392,6 +400,7 @@ func TestTaskListFiltersWithPagination(t *testing.T) {
 // 50 concurrent creates and 25 concurrent deletes leave task_count equal to
 // the number of rows.
 func TestTaskCountUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, storetest.Postgres(t))
 	prj := newProject(t, e, "CONC")
 	var pre []string

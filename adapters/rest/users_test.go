@@ -15,6 +15,7 @@ import (
 )
 
 func TestMe(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		for _, m := range []apitest.Member{e.Admin, e.Member, e.Guest, e.Other} {
@@ -39,6 +40,7 @@ func TestMe(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		do := func(auth string) *apitest.Response {
@@ -63,6 +65,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestExpiredAndRevokedKeys(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		ctx := context.Background()
@@ -88,6 +91,7 @@ func TestExpiredAndRevokedKeys(t *testing.T) {
 // revocation made by another process (here: another App on the same
 // database) takes effect within the cache TTL, well inside 10 seconds.
 func TestRevocationReachesOtherProcessesWithin10s(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		e.Get("/v1/users/me", e.Member.Key).ExpectStatus(t, 200)
@@ -106,6 +110,7 @@ func TestRevocationReachesOtherProcessesWithin10s(t *testing.T) {
 }
 
 func TestLastUsedAtWrittenAtMostOncePerMinute(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		lastUsed := func() *time.Time {
@@ -145,6 +150,7 @@ func TestLastUsedAtWrittenAtMostOncePerMinute(t *testing.T) {
 }
 
 func TestListUsers(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		res := e.Get("/v1/users", e.Guest.Key)

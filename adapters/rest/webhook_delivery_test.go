@@ -59,6 +59,7 @@ func compactJSON(t *testing.T, raw []byte) string {
 // documented payload and a signature that verifies with its secret only;
 // unsubscribed types, inactive webhooks and no-op updates get nothing.
 func TestWebhookEventsReachSubscribers(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
@@ -164,6 +165,7 @@ func otherWorkspaceEnv(e *apitest.Env) *apitest.Env {
 // A receiver failing twice, then succeeding, sees attempts 1, 2, 3 with the
 // same body bytes and event id, spaced by the backoff.
 func TestWebhookRetriesUntilSuccess(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
@@ -201,6 +203,7 @@ func TestWebhookRetriesUntilSuccess(t *testing.T) {
 
 // Timeouts, redirects, 4xx and 5xx are failures, and retried.
 func TestWebhookFailuresAreRetried(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(10 * time.Second), Timeout: 300 * time.Millisecond})
@@ -254,6 +257,7 @@ func TestWebhookFailuresAreRetried(t *testing.T) {
 // An always-failing receiver's delivery ends failed when the retry window
 // closes, and no attempt starts after it.
 func TestWebhookFailsWhenTheWindowCloses(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		const window = 600 * time.Millisecond
@@ -283,6 +287,7 @@ func TestWebhookFailsWhenTheWindowCloses(t *testing.T) {
 
 // rotate_secret changes the key that signs the next attempt.
 func TestWebhookRotateSecretSignsTheNextAttempt(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
@@ -310,6 +315,7 @@ func TestWebhookRotateSecretSignsTheNextAttempt(t *testing.T) {
 // redeliver sends a failed delivery again: same event id and body, the
 // attempt number continuing.
 func TestWebhookRedeliver(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(300 * time.Millisecond)})
@@ -356,6 +362,7 @@ func TestWebhookRedeliver(t *testing.T) {
 // A 410 fails the delivery, deactivates the webhook and fails its other
 // pending deliveries; later changes owe it nothing.
 func TestWebhookGoneDeactivates(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		// One attempt per webhook at a time: the second delivery waits
@@ -393,6 +400,7 @@ func TestWebhookGoneDeactivates(t *testing.T) {
 // Retry-After on 429/503 is honoured, even beyond the backoff cap; one that
 // falls after the window fails the delivery.
 func TestWebhookRetryAfter(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(4 * time.Second)})

@@ -70,6 +70,7 @@ func inactive(w domain.Webhook) bool { return !w.Active }
 // webhooks (verified with standardwebhooks), never to the disabled one. It
 // can be pinged while disabled; enabled again, it is delivered to again.
 func TestFailingWebhookIsDisabledOnce(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})
@@ -163,6 +164,7 @@ func TestFailingWebhookIsDisabledOnce(t *testing.T) {
 // however long it failed before the success; failures after it count from
 // then.
 func TestOneSuccessResetsTheFailureSpan(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})
@@ -206,6 +208,7 @@ func TestOneSuccessResetsTheFailureSpan(t *testing.T) {
 // A 410 disables the webhook as gone, with the event; a user's PATCH as
 // user, without one.
 func TestDisabledReasons(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})
@@ -245,6 +248,7 @@ func TestDisabledReasons(t *testing.T) {
 // Custom headers arrive with every delivery; the service's own, hop-by-hop
 // ones and bad names or values are refused with param headers.
 func TestWebhookCustomHeaders(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})

@@ -21,6 +21,7 @@ import (
 // The dispatcher is woken by the commit, not by its poll: with polling
 // effectively off, the first attempt still comes at once.
 func TestWebhookDispatcherIsWokenByTheCommit(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
@@ -39,6 +40,7 @@ func TestWebhookDispatcherIsWokenByTheCommit(t *testing.T) {
 // A dispatcher of another process (its own connection pool, no in-process
 // signal) is woken by PostgreSQL's NOTIFY.
 func TestWebhookPostgresNotifyWakesOtherProcesses(t *testing.T) {
+	t.Parallel()
 	url := storetest.PostgresURL(t)
 	api, other := openPostgres(t, url), openPostgres(t, url)
 	e := apitest.NewWith(t, api, apitest.Settings{AllowPrivateWebhooks: true})
@@ -89,6 +91,7 @@ func (f failAfter) InTx(ctx context.Context, fn func(ctx context.Context) error)
 
 // A change whose transaction rolls back leaves no event and no delivery.
 func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		rc := newReceiver(t, nil)

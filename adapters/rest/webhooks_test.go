@@ -25,6 +25,7 @@ func newWebhook(t testing.TB, e *apitest.Env, url string, events ...string) *api
 }
 
 func TestWebhookCRUD(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		res := newWebhook(t, e, "https://93.184.215.14/hooks?x=1", "task.created", "task.updated", "task.created")
@@ -97,6 +98,7 @@ func TestWebhookCRUD(t *testing.T) {
 }
 
 func TestWebhookListPages(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		var want []string
@@ -121,6 +123,7 @@ func TestWebhookListPages(t *testing.T) {
 // Every webhook endpoint, reads included, is admin-only; another
 // workspace's webhook is not found.
 func TestWebhookRolesAndTenancy(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		id := newWebhook(t, e, "https://93.184.215.14/h", "task.created").Str("id")
@@ -168,6 +171,7 @@ func TestWebhookRolesAndTenancy(t *testing.T) {
 }
 
 func TestWebhookValidation(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db) // private addresses are refused, as by default
 		ok := []string{"task.created"}
@@ -239,6 +243,7 @@ func TestWebhookValidation(t *testing.T) {
 // With private addresses allowed (WORKTRACK_WEBHOOK_ALLOW_PRIVATE), loopback
 // receivers can be registered.
 func TestWebhookAllowPrivate(t *testing.T) {
+	t.Parallel()
 	e := apitest.NewWith(t, storetest.SQLite(t), apitest.Settings{AllowPrivateWebhooks: true})
 	newWebhook(t, e, "http://127.0.0.1:9/hook", "task.created")
 	newWebhook(t, e, "http://localhost:9/hook", "task.created")
@@ -249,6 +254,7 @@ func TestWebhookAllowPrivate(t *testing.T) {
 // No body, an empty object and any value in range are accepted, and the
 // value sets how long the replaced secret keeps signing.
 func TestRotateSecretBody(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.New(t, db)
 		id := newWebhook(t, e, "https://93.184.215.14/hooks", "task.created").Str("id")
@@ -310,6 +316,7 @@ func TestRotateSecretBody(t *testing.T) {
 // resource_limit_reached, also when many are created at once, and another
 // workspace is not affected; deleting one makes room.
 func TestWebhooksPerWorkspaceAreCapped(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		url := "http://127.0.0.1:9/"

@@ -11,6 +11,7 @@ import (
 )
 
 func TestAPIKeyStore(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.APIKeys()

@@ -17,6 +17,7 @@ import (
 )
 
 func TestDeliveryStoreListing(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Deliveries()
@@ -73,6 +74,7 @@ func TestDeliveryStoreListing(t *testing.T) {
 }
 
 func TestDeliveryStoreClaims(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Deliveries()
@@ -171,6 +173,7 @@ func TestDeliveryStoreClaims(t *testing.T) {
 }
 
 func TestDeliveryStoreRescheduleAndFail(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Deliveries()
@@ -220,6 +223,7 @@ func TestDeliveryStoreRescheduleAndFail(t *testing.T) {
 // Concurrent claims on PostgreSQL (FOR UPDATE SKIP LOCKED) never hand one
 // delivery to two dispatchers.
 func TestPostgresConcurrentClaims(t *testing.T) {
+	t.Parallel()
 	db := storetest.Postgres(t)
 	ctx := context.Background()
 	ws := newWorkspace(t, db)
@@ -271,6 +275,7 @@ func TestPostgresConcurrentClaims(t *testing.T) {
 // A PostgreSQL dispatcher is notified when deliveries commit, not when they
 // roll back, and not by another schema of the same database.
 func TestPostgresWatchDeliveries(t *testing.T) {
+	t.Parallel()
 	db, neighbour := storetest.Postgres(t), storetest.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -324,6 +329,7 @@ func TestPostgresWatchDeliveries(t *testing.T) {
 }
 
 func TestSQLiteWatchDeliveriesOnlyCloses(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := db.WatchDeliveries(ctx)
@@ -341,6 +347,7 @@ func TestSQLiteWatchDeliveriesOnlyCloses(t *testing.T) {
 // pending deliveries per webhook, the listing the (webhook_id[, status], created_at, id)
 // indexes.
 func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
+	t.Parallel()
 	db := storetest.Postgres(t)
 	ctx := context.Background()
 	ws := newWorkspace(t, db)
@@ -389,6 +396,7 @@ func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 // deliveries only up to its room. (SQLite claims the oldest due deliveries
 // of all webhooks, under its single write lock.)
 func TestPostgresClaimReachesEveryWebhookWithRoom(t *testing.T) {
+	t.Parallel()
 	db := storetest.Postgres(t)
 	ctx := context.Background()
 	s := db.Deliveries()
@@ -440,6 +448,7 @@ func TestPostgresClaimReachesEveryWebhookWithRoom(t *testing.T) {
 // called again with the same outcomes without harm (the dispatcher retries
 // a write that failed on a broken connection).
 func TestDeliveryStoreFinishMany(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Deliveries()
@@ -498,6 +507,7 @@ func TestDeliveryStoreFinishMany(t *testing.T) {
 // those given less Room, and still fills its limit from other webhooks:
 // the dispatcher need not lease what it would give back at once.
 func TestDeliveryStoreClaimsWithinRoom(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Deliveries()
@@ -544,6 +554,7 @@ func TestDeliveryStoreClaimsWithinRoom(t *testing.T) {
 // claim is taken, and a workspace skipped gives nothing; so one
 // workspace's backlog never holds the claim from another's deliveries.
 func TestDeliveryClaimInterleavesWorkspaces(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Deliveries()
@@ -601,6 +612,7 @@ func TestDeliveryClaimInterleavesWorkspaces(t *testing.T) {
 // deliveries wait for it to be enabled again (redelivered while it was
 // off): they neither go out nor crowd the ping out of its room.
 func TestInactiveWebhookIsClaimedItsPingsOnly(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws := newWorkspace(t, db)

@@ -15,6 +15,7 @@ import (
 // what came before. (Checked on PostgreSQL's plans, with sequential scans
 // off so that a small table does not hide a missing index.)
 func TestEventLogPagesUseAnIndexInLogOrder(t *testing.T) {
+	t.Parallel()
 	db := storetest.Postgres(t)
 	for name, where := range map[string]string{
 		"all":     "",
@@ -44,6 +45,7 @@ func TestEventLogPagesUseAnIndexInLogOrder(t *testing.T) {
 // positioned, are not in it, so however many there are, no run steps over
 // them.
 func TestSequencerReadsOnlyWhatItHasToPosition(t *testing.T) {
+	t.Parallel()
 	db := storetest.Postgres(t)
 	var plan []string
 	err := db.Gorm().Transaction(func(tx *gorm.DB) error {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		// storetest migrated db already.
 		applied, err := db.Migrate(context.Background())
@@ -42,6 +43,7 @@ func TestMigrateFresh(t *testing.T) {
 // TestPostgresConcurrentMigrate: processes starting together on one fresh
 // PostgreSQL schema take turns; each migration is applied once.
 func TestPostgresConcurrentMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	u, err := url.Parse(storetest.PostgresURL(t))
 	if err != nil {
@@ -104,6 +106,7 @@ func migrationVersions(t *testing.T, dialect string) []int64 {
 // databases: none beside a fresh migration, and one an operator's other
 // application left there.
 func TestNeighboursAreTheTablesWorktrackDidNotMake(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		n, err := db.Neighbours(ctx)
@@ -125,6 +128,7 @@ func TestNeighboursAreTheTablesWorktrackDidNotMake(t *testing.T) {
 // On PostgreSQL, the maintenance database "postgres" is told apart. The
 // test only reads there: nothing is migrated into it.
 func TestNeighboursKnowsTheMaintenanceDatabase(t *testing.T) {
+	t.Parallel()
 	u, err := url.Parse(storetest.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)

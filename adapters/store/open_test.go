@@ -40,6 +40,7 @@ func TestOpenUnreachablePostgres(t *testing.T) {
 }
 
 func TestDialectAndPing(t *testing.T) {
+	t.Parallel()
 	want := map[string]string{"sqlite": store.DialectSQLite, "postgres": store.DialectPostgres}
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		if got := db.Dialect(); got != want[t.Name()[strings.LastIndex(t.Name(), "/")+1:]] {
@@ -55,6 +56,7 @@ func TestDialectAndPing(t *testing.T) {
 }
 
 func TestPingAfterClose(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -65,6 +67,7 @@ func TestPingAfterClose(t *testing.T) {
 }
 
 func TestStatementCounterCountsOnlyItsDatabase(t *testing.T) {
+	t.Parallel()
 	a, b := storetest.SQLite(t), storetest.SQLite(t)
 	ca, cb := storetest.CountStatements(a), storetest.CountStatements(b)
 	ca2 := storetest.CountStatements(a)
@@ -88,6 +91,7 @@ func TestStatementCounterCountsOnlyItsDatabase(t *testing.T) {
 // once leaves them idle rather than closing all but a few (which made a read
 // load open about 70 PostgreSQL connections a second).
 func TestPoolKeepsItsConnections(t *testing.T) {
+	t.Parallel()
 	const size = 6
 	ctx := context.Background()
 	db, err := store.Open(ctx, storetest.PostgresURL(t), store.WithMaxOpenConns(size))
@@ -122,6 +126,7 @@ func TestPoolKeepsItsConnections(t *testing.T) {
 // A pool opened WithAsyncCommit commits without waiting for the disk; the
 // default pool, the API's, waits. Both still use the URL's schema.
 func TestAsyncCommitIsThatPoolsAlone(t *testing.T) {
+	t.Parallel()
 	u := storetest.PostgresURL(t)
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -153,6 +158,7 @@ func TestAsyncCommitIsThatPoolsAlone(t *testing.T) {
 // Each PostgreSQL connection keeps at most 128 prepared statements, unless
 // the database URL says otherwise.
 func TestStatementCacheCapacity(t *testing.T) {
+	t.Parallel()
 	u := storetest.PostgresURL(t)
 	capacity := func(url string) int {
 		t.Helper()

@@ -12,6 +12,7 @@ import (
 // The operator's look-ups act above tenancy: every workspace, and a user
 // by email (any case) in every workspace, oldest first.
 func TestOperatorLookups(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		a, b := newWorkspace(t, db), newWorkspace(t, db)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestAddTaskCount(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Projects()
@@ -61,6 +62,7 @@ func TestAddTaskCount(t *testing.T) {
 // of a task, whoever makes it (triggers of the tasks table), in its
 // transaction: a rolled-back change leaves them as they were.
 func TestStatusCountsFollowEveryTaskChange(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws := newWorkspace(t, db)
@@ -120,6 +122,7 @@ func TestStatusCountsFollowEveryTaskChange(t *testing.T) {
 }
 
 func TestFindProjectByIDForUpdate(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Projects()

@@ -14,6 +14,7 @@ import (
 )
 
 func TestProjectStore(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Projects()
@@ -92,6 +93,7 @@ func TestProjectStore(t *testing.T) {
 }
 
 func TestFindProjectsPages(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ws, other := newWorkspace(t, db), newWorkspace(t, db)
 		var want []domain.Project
@@ -127,6 +129,7 @@ func TestFindProjectsPages(t *testing.T) {
 
 // TestFindProjectByIDIsOneStatement guards the hot path of most task calls.
 func TestFindProjectByIDIsOneStatement(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ws := newWorkspace(t, db)
 		p := newProject(t, db, ws, "HOT", base)
@@ -153,6 +156,7 @@ func TestFindProjectByIDIsOneStatement(t *testing.T) {
 // TestCreateProjectRace: two creations of one key at once; exactly one wins
 // and the other learns the key is taken.
 func TestCreateProjectRace(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ws := newWorkspace(t, db)
 		for round := range 10 {

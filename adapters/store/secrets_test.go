@@ -60,6 +60,7 @@ func rawWebhook(t *testing.T, db *store.DB, id string) rawSecrets {
 // replays are stored sealed, bound to their row, and read back as they
 // were.
 func TestSecretsAreSealedAtRest(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachURL(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		k, _ := keyring(t, 1)
@@ -128,6 +129,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 // old key sealed under the new one; CheckSecrets refuses a ring that opens
 // nothing stored, and one missing the key of a replay.
 func TestReencryptSecrets(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachURL(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		plain := openWith(t, url, nil)

@@ -88,6 +88,7 @@ func countProjects(t *testing.T, db *store.DB, ws domain.Workspace) int {
 }
 
 func TestSQLiteConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	db := storetest.SQLite(t)
 	ws := newWorkspace(t, db)
 	key := newKey(t, db, newUser(t, db, ws, "ada@example.com", base), 0, base)

@@ -16,6 +16,7 @@ import (
 // FindTaskPages answers each filter exactly as FindTasks does, in one
 // statement, whatever the mix of projects, filters, positions and limits.
 func TestFindTaskPagesIsFindTasksBatched(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws, other := newWorkspace(t, db), newWorkspace(t, db)

@@ -65,6 +65,7 @@ func seedPlanTasks(t *testing.T, db *store.DB, ws domain.Workspace, n int) (proj
 // that each shows an index serves it; the list pages' plans are also read
 // as the planner chooses them.
 func TestPostgresTaskQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
 	db := storetest.Postgres(t)
 	ws := newWorkspace(t, db)
 	projects, users := seedPlanTasks(t, db, ws, 100_000)

@@ -144,6 +144,7 @@ var taskOrders = []domain.TaskOrder{
 // order's direction, undated tasks last either way, nothing of another
 // workspace. FindTaskPages answers the same as FindTasks.
 func TestFindTasksFiltersAndOrders(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		fx := newQueryFixture(t, db)
@@ -208,6 +209,7 @@ func TestFindTasksFiltersAndOrders(t *testing.T) {
 // group, whether they come from the projects' counters (by status or
 // project, no other filter) or from the tasks.
 func TestCountTasksMatchesTheList(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		fx := newQueryFixture(t, db)

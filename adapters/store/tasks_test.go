@@ -25,6 +25,7 @@ func newTask(t *testing.T, db *store.DB, p domain.Project, in domain.TaskFields,
 }
 
 func TestTaskStoreRoundTripAndTenancy(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Tasks()
@@ -69,6 +70,7 @@ func mustTaskErr(_ domain.Task, err error) error { return err }
 // The database itself refuses a task whose project or assignee is of
 // another workspace.
 func TestTaskForeignKeysKeepTenancy(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws, other := newWorkspace(t, db), newWorkspace(t, db)
@@ -88,6 +90,7 @@ func TestTaskForeignKeysKeepTenancy(t *testing.T) {
 }
 
 func TestFindTasksFiltersAndKeyset(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws := newWorkspace(t, db)
@@ -147,6 +150,7 @@ func TestFindTasksFiltersAndKeyset(t *testing.T) {
 }
 
 func TestIdempotencyStore(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Idempotency()
@@ -196,6 +200,7 @@ func TestIdempotencyStore(t *testing.T) {
 // task: the read fails with an error that is no domain error, so the edges
 // answer internal_error rather than show it.
 func TestCorruptTaskRowIsRefused(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws := newWorkspace(t, db)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestInTx(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws := newWorkspace(t, db)
@@ -136,6 +137,7 @@ func TestInTx(t *testing.T) {
 // TestInTxIsPerDatabase: a transaction of one database is not joined by
 // calls on another.
 func TestInTxIsPerDatabase(t *testing.T) {
+	t.Parallel()
 	a, b := storetest.SQLite(t), storetest.SQLite(t)
 	wsB := newWorkspace(t, b)
 	p := makeProject(t, wsB, "OTHER", base)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestUserStore(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Users()
@@ -75,6 +76,7 @@ func TestUserStore(t *testing.T) {
 }
 
 func TestFindUsersPages(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ws, other := newWorkspace(t, db), newWorkspace(t, db)
 		var want []domain.User
@@ -115,6 +117,7 @@ func creationTimes() []time.Time {
 // split: no statement carries more, and the answers are those of one big
 // batch, in order.
 func TestBatchesSplitAtMaxBatch(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ws := newWorkspace(t, db)

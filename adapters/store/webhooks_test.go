@@ -48,6 +48,7 @@ func newDeliveries(t *testing.T, db *store.DB, e domain.Event, hooks ...domain.W
 }
 
 func TestWebhookStore(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Webhooks()

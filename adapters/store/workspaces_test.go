@@ -10,6 +10,7 @@ import (
 )
 
 func TestWorkspaceStore(t *testing.T) {
+	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		s := db.Workspaces()
