@@ -39,7 +39,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql check-binaries test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -153,6 +153,14 @@ lint-tool: ## build the pinned golangci-lint into TOOLS_CACHE (~/.cache/worktrac
 		tmp="$$(mktemp -d)" && \
 		GOBIN="$$tmp" $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && \
 		mkdir -p '$(TOOLS_CACHE)' && mv "$$tmp/golangci-lint" '$(GOLANGCI_LINT)' && rmdir "$$tmp"; \
+	fi
+
+check-binaries: ## fail when git tracks a compiled binary (an ELF file)
+	@bins="$$(git ls-files -z | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] && [ "$$(head -c 4 "$$f" | od -An -c | tr -d " ")" = "177ELF" ] && echo "$$f"; done' sh)"; \
+	if [ -n "$$bins" ]; then \
+		echo "check-binaries: compiled binaries are tracked (git rm --cached them; make builds into bin/):"; \
+		echo "$$bins" | sed 's/^/  /'; \
+		exit 1; \
 	fi
 
 fmt-check: ## fail, listing them, when some Go files are not gofmt-formatted
