@@ -83,14 +83,23 @@ const (
 	webhookHeadersMessage = "Must be an object of at most 10 header names (HTTP tokens of at most 100 characters, not one the service sets) to values of at most 1000 printable ASCII characters"
 )
 
-// reservedHeaders are the headers the service sets on a delivery, and the
-// hop-by-hop ones, which a webhook may not set (compared lower-case); every
-// webhook-* (Standard Webhooks) and X-service-* header is reserved too.
+// reservedHeaders are the headers the service sets on a delivery, the
+// hop-by-hop ones, and those that change how the body is sent or read
+// (Expect, Content-Encoding), which a webhook may not set; every webhook-*
+// (Standard Webhooks) and X-service-* header is reserved too. Names are
+// compared by headerKey.
 var reservedHeaders = map[string]bool{
 	"content-type": true, "user-agent": true, "content-length": true, "host": true,
 	"connection": true, "keep-alive": true, "proxy-authenticate": true, "proxy-authorization": true,
 	"proxy-connection": true, "te": true, "trailer": true, "transfer-encoding": true, "upgrade": true,
-	"accept-encoding": true,
+	"accept-encoding": true, "content-encoding": true, "expect": true,
+}
+
+// headerKey is how header names are compared: lower-case, with "_" read as
+// "-", because the receivers' frameworks (CGI, WSGI, Rack, PHP) read the
+// two alike, so X_service_Signature would reach them as X-service-Signature.
+func headerKey(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 }
 
 // ParseWebhookHeaders validates a webhook's custom headers (param
@@ -103,18 +112,18 @@ func ParseWebhookHeaders(in map[string]string) (map[string]string, error) {
 	seen := map[string]bool{}
 	out := make(map[string]string, len(in))
 	for _, name := range sortedKeys(in) {
-		lower := strings.ToLower(name)
+		key := headerKey(name)
 		switch {
 		case name == "" || len(name) > MaxHeaderNameLength || !isToken(name):
 			return nil, bad("\"" + name + "\" is not an HTTP header name of at most 100 characters")
-		case reservedHeaders[lower] || strings.HasPrefix(lower, "webhook-") || strings.HasPrefix(lower, "x-service-"):
+		case reservedHeaders[key] || strings.HasPrefix(key, "webhook-") || strings.HasPrefix(key, "x-service-"):
 			return nil, bad(name + " is set by the service")
-		case seen[lower]:
+		case seen[key]:
 			return nil, bad(name + " is given twice")
 		case len(in[name]) > MaxHeaderValueLength || !printableASCII(in[name]):
 			return nil, bad("the value of " + name + " is not at most 1000 printable ASCII characters")
 		}
-		seen[lower] = true
+		seen[key] = true
 		out[name] = in[name]
 	}
 	return out, nil

@@ -49,3 +49,29 @@ func TestDisableAndEnableAgain(t *testing.T) {
 		t.Fatalf("enabled again: %+v %v", back, err)
 	}
 }
+
+// A webhook's custom headers: names the service sets are refused however
+// they are spelled, "_" read as "-" (receivers' frameworks read them
+// alike), and so are the headers that change how the body is sent or read.
+func TestWebhookHeaderNames(t *testing.T) {
+	for _, name := range []string{
+		"Content-Type", "content_type", "Content_Type", "User-Agent", "user_agent", "Host",
+		"webhook-signature", "webhook_signature", "Webhook_Id", "X-service-Signature", "X_service_Signature",
+		"x_SERVICE_event", "Transfer-Encoding", "transfer_encoding", "Connection", "Expect", "Content-Encoding",
+		"content_encoding", "Accept-Encoding",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := domain.ParseWebhookHeaders(map[string]string{name: "x"}); !domain.IsCode(err, domain.CodeValidationFailed) {
+				t.Fatalf("%s accepted (%v), but the service sets it", name, err)
+			}
+		})
+	}
+	// The same name twice, spelled two ways, is given twice.
+	if _, err := domain.ParseWebhookHeaders(map[string]string{"X-Gateway-Token": "a", "x_gateway_token": "b"}); !domain.IsCode(err, domain.CodeValidationFailed) {
+		t.Fatalf("X-Gateway-Token and x_gateway_token both accepted: %v", err)
+	}
+	got, err := domain.ParseWebhookHeaders(map[string]string{"Authorization": "Bearer t", "X_Gateway_Token": "a", "X-Tenant": "acme"})
+	if err != nil || len(got) != 3 || got["X_Gateway_Token"] != "a" {
+		t.Fatalf("ordinary headers refused or changed: %v, %v", got, err)
+	}
+}
