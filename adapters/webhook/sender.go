@@ -101,14 +101,17 @@ type Sender struct {
 
 var _ ports.WebhookSender = (*Sender)(nil)
 
-// errBlocked reports a dialled address refused by the SSRF rule.
+// errBlocked reports a dialled address refused by the SSRF rule. Its text,
+// which becomes a delivery's last_error, names the kind of address and
+// never the address: the host is the customer's, but what it resolved to
+// here is this network's business (DNS rebinding would otherwise make
+// last_error a view of internal name resolution).
 type errBlocked struct {
-	addr netip.Addr
-	why  string
+	why string
 }
 
 func (e *errBlocked) Error() string {
-	return fmt.Sprintf("refused to connect to %s: it is %s", e.addr, e.why)
+	return fmt.Sprintf("refused to connect to the host: it resolved to %s", e.why)
 }
 
 // NewSender builds a sender. Its dialler checks the address of every
@@ -135,7 +138,7 @@ func NewSender(o SenderOptions) *Sender {
 				return &errBlocked{why: "not an IP address"}
 			}
 			if why, bad := Blocked(ap.Addr()); bad {
-				return &errBlocked{addr: ap.Addr(), why: why}
+				return &errBlocked{why: why}
 			}
 			return nil
 		},
@@ -241,6 +244,12 @@ func (s *Sender) describe(err error) string {
 		return clip(blocked.Error())
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return fmt.Sprintf("No response within %s.", s.timeout)
+	}
+	// A failed dial names the address it dialled ("dial tcp 10.1.2.3:443:
+	// connect: connection refused"): keep only the cause.
+	var operr *net.OpError
+	if errors.As(err, &operr) && operr.Op == "dial" && operr.Err != nil {
+		return clip("could not connect to the host: " + operr.Err.Error())
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
