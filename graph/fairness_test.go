@@ -142,4 +142,28 @@ func TestPendingSocketsPerAddressAreCapped(t *testing.T) {
 	if res.Body != nil {
 		_ = res.Body.Close()
 	}
+	// A valid key is never refused for its address (many clients share one
+	// behind a proxy): an upgrade that carries one is counted against the
+	// key, and works.
+	keyed := dialWS(t, e.URL, http.Header{"Authorization": {"Bearer " + e.Guest.Key}}, nil)
+	keyed.ack()
+	keyed.subscribe("1", `subscription { events { id } }`, nil)
+	waitForSubscriptions(t, e, 1)
+	// A key's own sockets waiting for connection_init are capped like an
+	// address's.
+	for range server.MaxPendingSocketsPerAddress {
+		dialRaw(t, e.URL, http.Header{"Authorization": {"Bearer " + e.Member.Key}})
+	}
+	conn, res, err = websocket.Dial(ctx, e.URL, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"},
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + e.Member.Key}}})
+	if err == nil {
+		_ = conn.CloseNow()
+		t.Fatal("the key's 21st socket waiting for connection_init was accepted")
+	}
+	if res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a key's 21st pending socket: want 429, got %v (%v)", res, err)
+	}
+	if res.Body != nil {
+		_ = res.Body.Close()
+	}
 }

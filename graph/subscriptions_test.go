@@ -769,11 +769,15 @@ func TestWebSocketBadInput(t *testing.T) {
 }
 
 // dialRaw opens a socket without sending connection_init.
-func dialRaw(t *testing.T, url string) *wsClient {
+func dialRaw(t *testing.T, url string, header ...http.Header) *wsClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, res, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	opts := &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}}
+	if len(header) > 0 {
+		opts.HTTPHeader = header[0]
+	}
+	conn, res, err := websocket.Dial(ctx, url, opts)
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
 	}

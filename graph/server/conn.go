@@ -84,8 +84,12 @@ type socket struct {
 	gin         *gin.Context
 	edge        *httpedge.Edge
 	initTimeout time.Duration
-	addr        string        // the client address, counted until connection_init
-	gone        chan struct{} // closed when the TCP connection has closed
+	// pendingAs is what the socket counts against until connection_init:
+	// its client address, or the key its upgrade request's Authorization
+	// header carried, when that key is valid (a valid key is never refused
+	// for its address: many clients share one behind a proxy).
+	pendingAs string
+	gone      chan struct{} // closed when the TCP connection has closed
 	// counted is the key the socket counts against once initialised (set
 	// under Sockets' lock).
 	counted string
@@ -102,7 +106,7 @@ type socket struct {
 }
 
 func newSocket(c *gin.Context, edge *httpedge.Edge, initTimeout time.Duration) *socket {
-	return &socket{gin: c, edge: edge, initTimeout: initTimeout, addr: c.ClientIP(), gone: make(chan struct{})}
+	return &socket{gin: c, edge: edge, initTimeout: initTimeout, pendingAs: "address " + c.ClientIP(), gone: make(chan struct{})}
 }
 
 // initTimedOut closes a socket that sent no connection_init in time.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +20,7 @@ type Sockets struct {
 	mu       sync.Mutex
 	open     map[*socket]struct{}
 	perKey   map[string]int // initialised sockets by API key
-	pending  map[string]int // sockets before connection_init by client address
+	pending  map[string]int // sockets before connection_init by socket.pendingAs
 	closed   bool
 	done     sync.WaitGroup // one per socket, until its TCP connection closed
 	watching sync.Once
@@ -73,21 +74,24 @@ func (ss *Sockets) watchKeys() {
 }
 
 // add registers s, waiting for its connection_init. It is refused once
-// Close has begun (service_unavailable), and when its client address holds
-// MaxPendingSocketsPerAddress sockets waiting already (too_many_requests).
+// Close has begun (service_unavailable), and when what it counts against
+// until then (its client address, or the valid key of its upgrade request)
+// holds MaxPendingSocketsPerAddress sockets waiting already
+// (too_many_requests).
 func (ss *Sockets) add(s *socket) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.closed {
 		return domain.Errorf(domain.CodeUnavailable, "The server is shutting down; connect again in a moment.")
 	}
-	if ss.pending[s.addr] >= MaxPendingSocketsPerAddress {
+	if ss.pending[s.pendingAs] >= MaxPendingSocketsPerAddress {
 		return domain.Refusal(domain.CodeTooManyRequests, domain.LimitPendingSockets,
-			"Your address holds %d WebSockets that have not sent connection_init yet, the most it may.", MaxPendingSocketsPerAddress)
+			"Your %s holds %d WebSockets that have not sent connection_init yet, the most it may.",
+			strings.Fields(s.pendingAs)[0], MaxPendingSocketsPerAddress)
 	}
 	ss.watching.Do(func() { go ss.watchKeys() })
 	ss.open[s] = struct{}{}
-	ss.pending[s.addr]++
+	ss.pending[s.pendingAs]++
 	ss.done.Add(1)
 	return nil
 }
@@ -102,14 +106,14 @@ func (ss *Sockets) initialised(s *socket, keyID string) bool {
 		return false
 	}
 	ss.perKey[keyID]++
-	ss.forgetPending(s.addr)
+	ss.forgetPending(s.pendingAs)
 	s.counted = keyID
 	return true
 }
 
-func (ss *Sockets) forgetPending(addr string) {
-	if ss.pending[addr]--; ss.pending[addr] <= 0 {
-		delete(ss.pending, addr)
+func (ss *Sockets) forgetPending(as string) {
+	if ss.pending[as]--; ss.pending[as] <= 0 {
+		delete(ss.pending, as)
 	}
 }
 
@@ -122,7 +126,7 @@ func (ss *Sockets) remove(s *socket) {
 			delete(ss.perKey, key)
 		}
 	} else {
-		ss.forgetPending(s.addr)
+		ss.forgetPending(s.pendingAs)
 	}
 	ss.mu.Unlock()
 	ss.done.Done()

@@ -115,6 +115,14 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 	}
 	c.Abort()
 	s := newSocket(c, h.edge, h.initTimeout)
+	// A valid key in the upgrade request: until connection_init the socket
+	// counts against the key, not the address. The key is checked without
+	// counting a failure against the address: connection_init does that.
+	if secret := httpedge.Bearer(c.GetHeader("Authorization")); secret != "" {
+		if who, err := h.sockets.auth.Authenticate(c.Request.Context(), secret); err == nil {
+			s.pendingAs = "key " + who.KeyID
+		}
+	}
 	if err := h.sockets.add(s); err != nil {
 		h.api.Abort(c, err)
 		return
