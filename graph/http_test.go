@@ -177,6 +177,15 @@ func TestIntrospection(t *testing.T) {
 	if got := jsonString(get(data, "__type", "enumValues")); got != `[{"name":"OPEN"},{"name":"IN_PROGRESS"},{"name":"DONE"},{"name":"ARCHIVED"}]` {
 		t.Fatalf("TaskStatus: %s", got)
 	}
+	// Any valid key introspects, whatever its scopes; no key is 401
+	// (docs/graphql.md#introspection-and-tooling).
+	narrow := e.KeyFor(e.Guest.User, []string{"events:read"}, nil)
+	if d := gql(t, e, narrow, `{ __schema { queryType { name } } }`, nil).ok(t); str(d, "__schema", "queryType", "name") != "Query" {
+		t.Fatalf("a key with events:read alone: %v", d)
+	}
+	if res := gql(t, e, "", `{ __schema { queryType { name } } }`, nil); res.Status != http.StatusUnauthorized {
+		t.Fatalf("introspection without a key: %d %s", res.Status, res.Body)
+	}
 	// The full introspection query of GraphiQL passes the depth limit.
 	gql(t, e, e.Guest.Key, introspectionQuery, nil).ok(t)
 }
