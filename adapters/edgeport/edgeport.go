@@ -41,6 +41,7 @@ type IdempotencyRecord struct {
 	Method    string
 	Path      string
 	BodyHash  string // hex SHA-256 of the exact body bytes
+	Role      string // the role of the key's user when the first request ran
 	Done      bool   // false while the first request is running
 	Status    int    // the stored response, when Done
 	Body      []byte

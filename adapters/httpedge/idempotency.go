@@ -92,7 +92,7 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 	now := s.opts.Clock.Now()
 	rec := edgeport.IdempotencyRecord{
 		APIKeyID: actor.KeyID, Key: key[0], Method: c.Request.Method, Path: c.Request.URL.Path,
-		BodyHash: hex.EncodeToString(sum[:]), CreatedAt: domain.Timestamp(now),
+		BodyHash: hex.EncodeToString(sum[:]), Role: string(actor.Role), CreatedAt: domain.Timestamp(now),
 	}
 	held, err := store.BeginIdempotent(c.Request.Context(), rec, now.Add(-edgeport.IdempotencyWindow), now.Add(-idempotencyRunningLease))
 	if err != nil {
@@ -104,6 +104,11 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 			return domain.Errorf(wire.CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
 		case !held.Done:
 			return domain.Errorf(wire.CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
+		case !actor.Role.AtLeast(domain.Role(held.Role)):
+			// The stored response may show what the lower role may not see
+			// (a webhook's secret): it is not replayed.
+			return domain.Forbidden("Your key's user has a lower role (%s) than when this request first ran (%s): its response is not replayed. "+
+				"Send the request again with a new Idempotency-Key.", actor.Role, held.Role)
 		}
 		c.Header("Idempotent-Replayed", "true")
 		RawJSON(c, held.Status, held.Body)

@@ -126,3 +126,39 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 		idem(e, e.Member.Key, "slow", "/v1/projects", body).ExpectStatus(t, 201)
 	})
 }
+
+// A replay is answered only while the key's user has at least the role it
+// had when the request first ran: an admin lowered to guest does not get a
+// webhook's secret again by replaying its creation, nor a member lowered to
+// guest a project it may no longer create; raised again, they do.
+func TestIdempotentReplayNeedsTheRoleOfTheFirstRequest(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		ctx := context.Background()
+		hook := `{"url":"https://93.184.215.14/h","events":["task.created"]}`
+		first := idem(e, e.Admin.Key, "w-1", "/v1/webhooks", hook)
+		first.ExpectStatus(t, 201)
+		secret := first.Str("secret")
+		idem(e, e.Member.Key, "p-1", "/v1/projects", `{"name":"P","key":"PP"}`).ExpectStatus(t, 201)
+		for _, u := range []string{e.Admin.User.ID, e.Member.User.ID} {
+			if _, err := e.App.Admin.SetRole(ctx, u, domain.RoleGuest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := idem(e, e.Admin.Key, "w-1", "/v1/webhooks", hook)
+		res.ExpectError(t, 403, "permission_denied", "")
+		if secret == "" || strings.Contains(string(res.Body), secret) || res.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the lowered user got the replay: %s", res.Body)
+		}
+		idem(e, e.Member.Key, "p-1", "/v1/projects", `{"name":"P","key":"PP"}`).ExpectError(t, 403, "permission_denied", "")
+		if _, err := e.App.Admin.SetRole(ctx, e.Admin.User.ID, domain.RoleAdmin); err != nil {
+			t.Fatal(err)
+		}
+		again := idem(e, e.Admin.Key, "w-1", "/v1/webhooks", hook)
+		again.ExpectStatus(t, 201)
+		if again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
+			t.Fatalf("raised again, the replay: %v %s", again.Header, again.Body)
+		}
+	})
+}

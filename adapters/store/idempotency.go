@@ -16,6 +16,7 @@ type idempotencyRow struct {
 	Method         string `gorm:"column:method"`
 	Path           string `gorm:"column:path"`
 	BodyHash       string `gorm:"column:body_hash"`
+	Role           string `gorm:"column:role"`
 	Done           bool   `gorm:"column:done"`
 	ResponseStatus *int   `gorm:"column:response_status"`
 	ResponseBody   []byte `gorm:"column:response_body"`
@@ -37,7 +38,7 @@ func (db *DB) Idempotency() *IdempotencyStore { return &IdempotencyStore{db: db}
 func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r edgeport.IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*edgeport.IdempotencyRecord, error) {
 	row := idempotencyRow{
 		APIKeyID: r.APIKeyID, IdempotencyKey: r.Key, Method: r.Method, Path: r.Path,
-		BodyHash: r.BodyHash, CreatedAt: Time(r.CreatedAt),
+		BodyHash: r.BodyHash, Role: r.Role, CreatedAt: Time(r.CreatedAt),
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		res := s.db.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
@@ -68,7 +69,7 @@ func (s *IdempotencyStore) BeginIdempotent(ctx context.Context, r edgeport.Idemp
 		}
 		out := &edgeport.IdempotencyRecord{
 			APIKeyID: held.APIKeyID, Key: held.IdempotencyKey, Method: held.Method, Path: held.Path,
-			BodyHash: held.BodyHash, Done: held.Done, Body: body, CreatedAt: created,
+			BodyHash: held.BodyHash, Role: held.Role, Done: held.Done, Body: body, CreatedAt: created,
 		}
 		if held.ResponseStatus != nil {
 			out.Status = *held.ResponseStatus

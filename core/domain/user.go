@@ -26,6 +26,10 @@ func ParseRole(param, s string) (Role, error) {
 	return "", Invalid(param, "Must be one of admin, member, guest.")
 }
 
+// AtLeast reports whether r may do all that o may: admin, then member,
+// then guest.
+func (r Role) AtLeast(o Role) bool { return r.rank() >= o.rank() }
+
 func (r Role) rank() int {
 	switch r {
 	case RoleAdmin:
