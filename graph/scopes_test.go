@@ -40,7 +40,9 @@ func newGraphFixtures(t *testing.T, e *apitest.Env) graphFixtures {
 		*w = mustStr(t, data, "createWebhook", "webhook", "id")
 	}
 	for _, k := range []*string{&f.key, &f.doomedKey} {
-		data := gql(t, e, e.Admin.Key, `mutation { createApiKey(input: {name: "fixture"}) { apiKey { id } } }`, nil).ok(t)
+		// Scoped within what the single-scope keys hold: a key manages
+		// only the keys it covers.
+		data := gql(t, e, e.Admin.Key, `mutation { createApiKey(input: {name: "fixture", scopes: ["api_keys:read"]}) { apiKey { id } } }`, nil).ok(t)
 		*k = mustStr(t, data, "createApiKey", "apiKey", "id")
 	}
 	return f

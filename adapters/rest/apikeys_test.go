@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,152 @@ func TestAPIKeyCreateReplayKeepsNoSecret(t *testing.T) {
 		}
 		if len(bodies) != 1 {
 			t.Fatalf("%d stored replays, want 1", len(bodies))
+		}
+	})
+}
+
+// A key never outlives the key that made it: a key with an expiry makes
+// keys that expire no later (400 validation_failed, param expires_at).
+func TestKeysMadeByAnExpiringKeyExpireNoLater(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		at := func(d time.Duration) string { return e.Clock.Now().Add(d).Format(time.RFC3339) }
+		parent := e.Send(http.MethodPost, "/v1/api_keys", e.Member.Key, map[string]any{
+			"name": "short", "scopes": []string{"api_keys:write"}, "expires_at": at(90 * time.Second)})
+		parent.ExpectStatus(t, http.StatusCreated)
+		short := parent.Str("secret")
+		for name, body := range map[string]map[string]any{
+			"no expiry":   {"name": "forever", "scopes": []string{"api_keys:read"}},
+			"a later one": {"name": "later", "scopes": []string{"api_keys:read"}, "expires_at": at(2 * time.Hour)},
+		} {
+			res := e.Send(http.MethodPost, "/v1/api_keys", short, body)
+			res.ExpectError(t, http.StatusBadRequest, "validation_failed", "expires_at")
+			if name == "no expiry" && !strings.Contains(res.ErrorField("message"), "outlives") {
+				t.Fatalf("%s: %s", name, res.Body)
+			}
+		}
+		e.Send(http.MethodPost, "/v1/api_keys", short, map[string]any{
+			"name": "sooner", "scopes": []string{"api_keys:read"}, "expires_at": at(60 * time.Second)}).ExpectStatus(t, http.StatusCreated)
+		// Nothing was half-written: the user holds the default key, the
+		// parent and the one child.
+		if list := e.Get("/v1/api_keys", e.Member.Key); len(list.JSON["data"].([]any)) != 3 {
+			t.Fatalf("keys: %s", list.Body)
+		}
+	})
+}
+
+// A key lists, renames and revokes only the keys it covers: their scopes
+// within its own, their projects within its own, their life within its
+// own. A key restricted to one project cannot see or revoke its user's
+// unrestricted key, nor an admin's restricted key another admin's.
+func TestNarrowKeysManageOnlyTheKeysTheyCover(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		p1 := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "One", "key": "ONE"}).Str("id")
+		p2 := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Two", "key": "TWO"}).Str("id")
+		mk := func(key string, body map[string]any) (id, secret string) {
+			t.Helper()
+			res := e.Send(http.MethodPost, "/v1/api_keys", key, body)
+			res.ExpectStatus(t, http.StatusCreated)
+			return res.Str("id"), res.Str("secret")
+		}
+		narrowID, narrow := mk(e.Member.Key, map[string]any{"name": "p1", "project_ids": []string{p1}})
+		inP1, _ := mk(e.Member.Key, map[string]any{"name": "in p1", "project_ids": []string{p1}, "scopes": []string{"tasks:read"}})
+		inP2, _ := mk(e.Member.Key, map[string]any{"name": "in p2", "project_ids": []string{p2}})
+		memberKeys := e.Get("/v1/api_keys", e.Member.Key)
+		var unrestricted string
+		for _, k := range memberKeys.JSON["data"].([]any) {
+			if m := k.(map[string]any); m["name"] == "test" {
+				unrestricted = m["id"].(string)
+			}
+		}
+		if unrestricted == "" {
+			t.Fatalf("the member's own key is not listed: %s", memberKeys.Body)
+		}
+
+		// The narrow key lists itself and the key within its project only.
+		list := e.Get("/v1/api_keys", narrow)
+		list.ExpectStatus(t, http.StatusOK)
+		var ids []string
+		for _, k := range list.JSON["data"].([]any) {
+			ids = append(ids, k.(map[string]any)["id"].(string))
+		}
+		want := []string{narrowID, inP1}
+		slices.Sort(ids)
+		slices.Sort(want)
+		if !slices.Equal(ids, want) || strings.Contains(string(list.Body), p2) {
+			t.Fatalf("the narrow key lists %v (want %s, %s): %s", ids, narrowID, inP1, list.Body)
+		}
+		for _, id := range []string{unrestricted, inP2} {
+			e.Get("/v1/api_keys/"+id, narrow).ExpectError(t, http.StatusNotFound, "resource_not_found", "")
+			e.Send(http.MethodPatch, "/v1/api_keys/"+id, narrow, map[string]any{"name": "mine"}).ExpectError(t, http.StatusNotFound, "resource_not_found", "")
+			e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/api_keys/" + id, Key: narrow}).ExpectError(t, http.StatusNotFound, "resource_not_found", "")
+		}
+		e.Get("/v1/users/me", e.Member.Key).ExpectStatus(t, http.StatusOK) // the unrestricted key still works
+		e.Send(http.MethodPatch, "/v1/api_keys/"+inP1, narrow, map[string]any{"name": "renamed"}).ExpectStatus(t, http.StatusOK)
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/api_keys/" + inP1, Key: narrow}).ExpectStatus(t, http.StatusNoContent)
+
+		// A key with fewer scopes covers only keys within them.
+		_, scoped := mk(e.Member.Key, map[string]any{"name": "keys only", "scopes": []string{"api_keys:write"}})
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/api_keys/" + unrestricted, Key: scoped}).ExpectError(t, http.StatusNotFound, "resource_not_found", "")
+
+		// An admin's restricted key and another admin's unrestricted key.
+		other := e.NewMember(e.Workspace.ID, "ad2@acme.test", domain.RoleAdmin)
+		otherKeys := e.Get("/v1/api_keys?user_id="+other.User.ID, e.Admin.Key).JSON["data"].([]any)
+		otherID := otherKeys[0].(map[string]any)["id"].(string)
+		_, adminNarrow := mk(e.Admin.Key, map[string]any{"name": "admin p1", "project_ids": []string{p1}})
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/api_keys/" + otherID, Key: adminNarrow}).ExpectError(t, http.StatusNotFound, "resource_not_found", "")
+		e.Get("/v1/users/me", other.Key).ExpectStatus(t, http.StatusOK)
+		// The admin's unrestricted key manages it as before.
+		e.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/api_keys/" + otherID, Key: e.Admin.Key}).ExpectStatus(t, http.StatusNoContent)
+	})
+}
+
+// A narrow key's list reads past the keys it does not cover a bounded
+// number of statements a page: with many of them, pages may come short or
+// empty, but walking the cursors yields exactly the covered keys, once.
+func TestNarrowKeyListWalksPastUncoveredKeys(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		p1 := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "One", "key": "ONE"}).Str("id")
+		p2 := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Two", "key": "TWO"}).Str("id")
+		want := []string{}
+		var narrow string
+		for i := range 30 {
+			project := p2
+			if i == 0 || i == 29 { // 28 keys it does not cover between: more than a page reads
+				project = p1
+			}
+			e.Clock.Advance(time.Millisecond)
+			res := e.Send(http.MethodPost, "/v1/api_keys", e.Member.Key, map[string]any{"name": "k", "project_ids": []string{project}})
+			res.ExpectStatus(t, http.StatusCreated)
+			if project == p1 {
+				want = append(want, res.Str("id"))
+				narrow = res.Str("secret")
+			}
+		}
+		var got []string
+		path := "/v1/api_keys?limit=1"
+		for pages := 0; ; pages++ {
+			if pages > 40 {
+				t.Fatalf("more than 40 pages of limit 1 for %d keys", len(want))
+			}
+			res := e.Get(path, narrow)
+			res.ExpectStatus(t, http.StatusOK)
+			for _, k := range res.JSON["data"].([]any) {
+				got = append(got, k.(map[string]any)["id"].(string))
+			}
+			next, _ := res.JSON["pagination"].(map[string]any)["next_cursor"].(string)
+			if next == "" {
+				break
+			}
+			path = "/v1/api_keys?limit=1&cursor=" + next
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("walked %v, want %v", got, want)
 		}
 	})
 }

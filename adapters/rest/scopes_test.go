@@ -34,7 +34,9 @@ func newScopeFixtures(t *testing.T, e *apitest.Env) scopeFixtures {
 	f.delivery = firstID(t, deliveries)
 	f.event = firstID(t, events)
 	for _, k := range []*string{&f.key, &f.doomedKey} {
-		res := e.Send(http.MethodPost, "/v1/api_keys", e.Admin.Key, map[string]any{"name": "fixture"})
+		// Scoped within what the single-scope keys below hold: a key
+		// manages only the keys it covers.
+		res := e.Send(http.MethodPost, "/v1/api_keys", e.Admin.Key, map[string]any{"name": "fixture", "scopes": []string{"api_keys:read"}})
 		res.ExpectStatus(t, http.StatusCreated)
 		*k = res.Str("id")
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -39,9 +40,27 @@ func NewAPIKeys(d keyDeps, auth *Auth) *APIKeys {
 }
 
 // owns reports whether the actor may manage key k: its own, or any key of
-// its workspace for an admin.
+// its workspace for an admin, and only while the actor's key covers k.
 func owns(a domain.Actor, k domain.APIKey) bool {
-	return k.WorkspaceID == a.WorkspaceID && (k.UserID == a.UserID || a.Role == domain.RoleAdmin)
+	return k.WorkspaceID == a.WorkspaceID && (k.UserID == a.UserID || a.Role == domain.RoleAdmin) && exceeds(a, k) == ""
+}
+
+// exceeds names what of key k the actor's own key does not cover ("" when
+// it covers all of it): scopes beyond its own, projects beyond its own
+// (every project, for an unrestricted k), or a life beyond its own expiry.
+// A key lists, renames and revokes only the keys it covers, and makes none
+// that it does not (docs/keys.md#what-a-key-may-manage).
+func exceeds(a domain.Actor, k domain.APIKey) string {
+	if a.Scopes != nil && !domain.CoversScopes(a.Scopes, k.Scopes) {
+		return "scopes"
+	}
+	if a.Restricted() && (k.ProjectIDs == nil || slices.ContainsFunc(k.ProjectIDs, func(p string) bool { return !a.SeesProject(p) })) {
+		return "project_ids"
+	}
+	if a.KeyExpiresAt != nil && (k.ExpiresAt == nil || k.ExpiresAt.After(*a.KeyExpiresAt)) {
+		return "expires_at"
+	}
+	return ""
 }
 
 // Get returns a key the actor may manage, or resource_not_found.
@@ -62,6 +81,10 @@ func (s *APIKeys) find(ctx context.Context, a domain.Actor, id string) (domain.A
 	}
 	return k, err
 }
+
+// maxCoverReads bounds the statements one page of a narrow key's list
+// reads (see List).
+const maxCoverReads = 10
 
 // List pages through the keys the actor may manage, oldest first: an
 // admin's of the workspace, anyone else's own; userID narrows them to one
@@ -90,7 +113,37 @@ func (s *APIKeys) List(ctx context.Context, a domain.Actor, userID *string, req 
 	if err != nil {
 		return none, err
 	}
-	return domain.NewPage(keys, k, domain.APIKey.Position), nil
+	if a.Scopes == nil && !a.Restricted() && a.KeyExpiresAt == nil {
+		return domain.NewPage(keys, k, domain.APIKey.Position), nil
+	}
+	// A narrower key sees only the keys it covers: read on past those it
+	// does not until the page is full or the list ends, at most
+	// maxCoverReads statements (a page may then come short, with a cursor
+	// that goes on).
+	covered := make([]domain.APIKey, 0, len(keys))
+	for reads := 1; ; reads++ {
+		for _, key := range keys {
+			if exceeds(a, key) == "" {
+				covered = append(covered, key)
+			}
+		}
+		if len(keys) < f.Limit || len(covered) >= f.Limit {
+			return domain.NewPage(covered, k, domain.APIKey.Position), nil
+		}
+		if reads == maxCoverReads {
+			// Short of a page: its cursor resumes after the last key read,
+			// not the last one shown, so the next page reads on.
+			page := domain.NewPage(covered, k, domain.APIKey.Position)
+			page.HasMore = true
+			page.NextCursor = domain.NewPage(keys[len(keys)-1:], k, domain.APIKey.Position).Cursor(0)
+			return page, nil
+		}
+		last := keys[len(keys)-1].Position()
+		f.After = &last
+		if keys, err = s.d.Keys.FindAPIKeys(ctx, f); err != nil {
+			return none, err
+		}
+	}
 }
 
 // Create makes a key and returns its secret, shown only here: for the
@@ -122,17 +175,17 @@ func (s *APIKeys) Create(ctx context.Context, a domain.Actor, in domain.APIKeyFi
 	return createKey(ctx, s.d, u, in, func(k domain.APIKey) error { return noEscalation(a, k) })
 }
 
-// noEscalation refuses a key that may do more, or see more projects, than
-// the actor's own.
+// noEscalation refuses a key that may do more, see more projects or live
+// longer than the actor's own.
 func noEscalation(a domain.Actor, k domain.APIKey) error {
-	if a.Scopes != nil && !domain.CoversScopes(a.Scopes, k.Scopes) {
+	switch exceeds(a, k) {
+	case "scopes":
 		return domain.Invalid("scopes", "Must be among this API key's own scopes.")
-	}
-	if !a.Restricted() {
-		return nil
-	}
-	if k.ProjectIDs == nil || slices.ContainsFunc(k.ProjectIDs, func(p string) bool { return !a.SeesProject(p) }) {
+	case "project_ids":
 		return domain.Invalid("project_ids", "Must be among this API key's own projects.")
+	case "expires_at":
+		return domain.Invalid("expires_at", "Must be no later than this API key's own expiry, %s: a key never outlives the key that made it.",
+			a.KeyExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

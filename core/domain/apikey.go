@@ -166,7 +166,8 @@ func (k APIKey) ScopeNames() []string { return scopeNames(k.Scopes) }
 
 // Actor is the caller a request with this key, of user u, acts as.
 func (k APIKey) Actor(u User) Actor {
-	return Actor{UserID: u.ID, WorkspaceID: u.WorkspaceID, Role: u.Role, KeyID: k.ID, Scopes: k.Scopes, ProjectIDs: k.ProjectIDs}
+	return Actor{UserID: u.ID, WorkspaceID: u.WorkspaceID, Role: u.Role, KeyID: k.ID, Scopes: k.Scopes, ProjectIDs: k.ProjectIDs,
+		KeyExpiresAt: k.ExpiresAt}
 }
 
 // HashSecret is the stored form of a secret: hex SHA-256. Secrets carry enough

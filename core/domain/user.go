@@ -82,6 +82,8 @@ type Actor struct {
 	Scopes []Scope
 	// ProjectIDs are the projects a restricted key sees; nil is all.
 	ProjectIDs []string
+	// KeyExpiresAt is when the key expires; nil when it does not.
+	KeyExpiresAt *time.Time
 }
 
 // Can reports whether the actor may make the calls of scope s: its role is
