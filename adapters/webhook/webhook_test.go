@@ -178,6 +178,26 @@ func TestSendOutcomes(t *testing.T) {
 	if res.StatusCode != 0 || !strings.Contains(res.Err, "connection refused") || strings.HasPrefix(res.Err, "Post ") {
 		t.Fatalf("refused: %+v", res)
 	}
+	// A receiver that accepts the connection and closes it unanswered:
+	// the transport's own error, without Go's wrapping.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	if hungUp := s.Send(ctx, attempt("http://"+ln.Addr().String()+"/x")); hungUp.StatusCode != 0 || hungUp.Err == "" ||
+		strings.HasPrefix(hungUp.Err, "Post ") || strings.Contains(hungUp.Err, ln.Addr().String()) {
+		t.Fatalf("hung up: %+v", hungUp)
+	}
 	// last_error names the cause, not the address dialled.
 	if _, port, _ := net.SplitHostPort(strings.TrimPrefix(url, "http://")); strings.Contains(res.Err, "127.0.0.1") || strings.Contains(res.Err, ":"+port) {
 		t.Fatalf("the error names the address dialled: %q", res.Err)

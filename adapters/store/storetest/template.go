@@ -171,36 +171,8 @@ func findTemplate(admin *store.DB) (string, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return "", err
 	}
-	// The template is made under another name and renamed when complete, so
-	// a binary that died while migrating leaves no half-made template.
-	building := name + "_new"
-	if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
-		return "", err
-	}
-	if _, err := conn.ExecContext(ctx, "CREATE DATABASE "+building); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
-			return "", nil
-		}
-		return "", err
-	}
-	u, err := url.Parse(server.baseURL)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + building
-	db, err := store.Open(ctx, u.String())
-	if err != nil {
-		return "", err
-	}
-	_, err = db.Migrate(ctx)
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("migrate %s: %w", building, err)
-	}
-	if _, err := conn.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+	made, err := buildTemplate(ctx, conn, name)
+	if err != nil || !made {
 		return "", err
 	}
 	// Templates of other migrations (another branch's, an older commit's)
@@ -214,6 +186,44 @@ func findTemplate(admin *store.DB) (string, error) {
 		_, _ = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+s)
 	}
 	return name, nil
+}
+
+// buildTemplate migrates a new database and names it name; false, and no
+// error, when the role may not create databases. The database is made under
+// another name and renamed when complete, so a binary that died while
+// migrating leaves no half-made template. conn holds the templates' lock.
+func buildTemplate(ctx context.Context, conn *sql.Conn, name string) (bool, error) {
+	building := name + "_new"
+	if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+		return false, err
+	}
+	if _, err := conn.ExecContext(ctx, "CREATE DATABASE "+building); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+			return false, nil
+		}
+		return false, err
+	}
+	u, err := url.Parse(server.baseURL)
+	if err != nil {
+		return false, err
+	}
+	u.Path = "/" + building
+	db, err := store.Open(ctx, u.String())
+	if err != nil {
+		return false, err
+	}
+	_, err = db.Migrate(ctx)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("migrate %s: %w", building, err)
+	}
+	if _, err := conn.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // newMigratedSchema is newDatabase for a role that may not create

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,67 @@ func TestPostgresDatabasesAreTemplateCopiesDroppedAtTheEnd(t *testing.T) {
 			t.Fatalf("%s outlived its test by a minute", name)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A template is migrated under a name of its own and renamed when done:
+// no half-made database keeps the template's name, none is left behind.
+func TestBuildTemplateMigratesThenRenames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := requirePostgres(t)
+	sqlDB, err := admin.Gorm().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	name := "worktrack_buildtest_" + randomHex(6) // not a template's name: no test binary drops it as stale
+	t.Cleanup(func() { admin.Gorm().Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
+	made, err := buildTemplate(ctx, conn, name)
+	if err != nil || !made {
+		t.Fatalf("buildTemplate: %v, %v", made, err)
+	}
+	var names []string
+	if err := admin.Gorm().Raw("SELECT datname FROM pg_database WHERE datname LIKE ?", name+"%").Scan(&names).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0] != name {
+		t.Fatalf("databases after the build: %v, want %s alone", names, name)
+	}
+	u, err := url.Parse(server.baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	db, err := store.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if applied, err := db.Migrate(ctx); err != nil || len(applied) != 0 {
+		t.Fatalf("the template is not migrated: Migrate applied %v, %v", applied, err)
+	}
+}
+
+// A role that may not create databases gets a schema of the test database,
+// migrated, per test.
+func TestSchemaOfItsOwnWhereDatabasesCannotBeMade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := newMigratedSchema(t, requirePostgres(t))
+	if parsed, err := url.Parse(u); err != nil || !strings.HasPrefix(parsed.Query().Get("search_path"), "t_") {
+		t.Fatalf("URL %q names no schema of its own (%v)", u, err)
+	}
+	db, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if applied, err := db.Migrate(ctx); err != nil || len(applied) != 0 {
+		t.Fatalf("the schema is not migrated: Migrate applied %v, %v", applied, err)
 	}
 }
