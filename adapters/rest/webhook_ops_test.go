@@ -85,6 +85,10 @@ func TestFailingWebhookIsDisabledOnce(t *testing.T) {
 		failing := newWebhook(t, e, dead.URL(), "project.created", "webhook.disabled")
 		other := newWebhook(t, e, watcher.URL(), "webhook.disabled")
 		id := failing.Str("id")
+		// A gateway credential: sent with every attempt, never in an event.
+		const credential = "Bearer gw-credential-7f3a"
+		e.Send(http.MethodPatch, "/v1/webhooks/"+id, e.Admin.Key, map[string]any{"headers": map[string]string{"Authorization": credential}}).
+			ExpectStatus(t, http.StatusOK)
 		newProject(t, e, "DIE")
 		newProject(t, e, "DEAD")
 		dead.WaitFor(12)
@@ -118,6 +122,14 @@ func TestFailingWebhookIsDisabledOnce(t *testing.T) {
 			strings.Contains(string(got[0].Body), failing.Str("secret")) {
 			t.Fatalf("webhook.disabled payload: %s", got[0].Body)
 		}
+		// The header's name, not its value, in the delivery and the log.
+		if h, _ := data["headers"].(map[string]any); h["Authorization"] != domain.RedactedHeaderValue || strings.Contains(string(got[0].Body), credential) {
+			t.Fatalf("webhook.disabled shows the header's value: %s", got[0].Body)
+		}
+		if log := e.Get("/v1/events?type=webhook.disabled", e.Admin.Key); strings.Contains(string(log.Body), credential) ||
+			!strings.Contains(string(log.Body), `"Authorization":"`+domain.RedactedHeaderValue+`"`) {
+			t.Fatalf("the event log shows the header's value: %s", log.Body)
+		}
 		time.Sleep(300 * time.Millisecond) // time for a second disable, were there one
 		if evs := eventsOfType(t, e, "webhook.disabled"); len(evs) != 1 {
 			t.Fatalf("want one webhook.disabled event in the log, got %d", len(evs))
@@ -143,6 +155,11 @@ func TestFailingWebhookIsDisabledOnce(t *testing.T) {
 		fh, _ := standardwebhooks.NewWebhook(failing.Str("secret"))
 		if err := fh.Verify(pinged.Body, pinged.Header); err != nil || pinged.Header.Get("X-service-Event-Type") != "webhook.ping" {
 			t.Fatalf("the ping: %v %s", err, pinged.Body)
+		}
+		// The ping is sent with the header, and its data shows the name only.
+		if pinged.Header.Get("Authorization") != credential || strings.Contains(string(pinged.Body), credential) ||
+			!strings.Contains(string(pinged.Body), `"Authorization":"`+domain.RedactedHeaderValue+`"`) {
+			t.Fatalf("the ping's header %q and body %s", pinged.Header.Get("Authorization"), pinged.Body)
 		}
 		if evs := eventsOfType(t, e, "webhook.disabled"); len(evs) != 1 {
 			t.Fatal("a ping is not in the event log")

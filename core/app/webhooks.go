@@ -311,7 +311,7 @@ func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.
 		if err != nil {
 			return err
 		}
-		e := newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, domain.EventWebhookPing, withoutSecret(w), nil)
+		e := newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, domain.EventWebhookPing, asEventData(w), nil)
 		payload, err := s.d.Payloads.RenderEvent(e)
 		if err != nil {
 			return err
@@ -331,5 +331,21 @@ func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.
 
 func withoutSecret(w domain.Webhook) domain.Webhook {
 	w.Secret, w.PreviousSecret = "", ""
+	return w
+}
+
+// asEventData is a webhook as an event's data shows it (webhook.disabled,
+// webhook.ping): without its secrets, and with its custom headers' names
+// but not their values, which may be a gateway's credentials and would
+// otherwise reach every receiver of the event and the event log.
+func asEventData(w domain.Webhook) domain.Webhook {
+	w = withoutSecret(w)
+	if len(w.Headers) > 0 {
+		names := make(map[string]string, len(w.Headers))
+		for name := range w.Headers {
+			names[name] = domain.RedactedHeaderValue
+		}
+		w.Headers = names
+	}
 	return w
 }

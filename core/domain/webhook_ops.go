@@ -129,6 +129,10 @@ func ParseWebhookHeaders(in map[string]string) (map[string]string, error) {
 	return out, nil
 }
 
+// RedactedHeaderValue stands for every custom header's value in an event's
+// data: events carry the names of a webhook's headers, never their values.
+const RedactedHeaderValue = "[redacted]"
+
 // Header is one custom header of a webhook.
 type Header struct {
 	Name  string
