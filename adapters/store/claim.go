@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -152,9 +151,9 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		if err != nil {
 			return nil, err
 		}
-		var headers map[string]string
-		if err := json.Unmarshal([]byte(row.Headers), &headers); err != nil {
-			return nil, fmt.Errorf("store: webhook %s: bad headers: %w", d.WebhookID, err)
+		headers, err := s.db.openHeaders(d.WebhookID, row.Headers)
+		if err != nil {
+			return nil, err
 		}
 		out[i] = ports.Dispatch{
 			Delivery: d, URL: row.URL, Secret: secret, Headers: headers,

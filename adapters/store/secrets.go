@@ -29,7 +29,10 @@ func (db *DB) CheckSecrets(ctx context.Context) (SecretsReport, error) {
 	var rep SecretsReport
 	err := db.eachWebhookSecret(ctx, func(r secretRow) error {
 		rep.Webhooks++
-		_, _, err := db.openSecrets(r.ID, r.Secret, r.Previous.String)
+		if _, _, err := db.openSecrets(r.ID, r.Secret, r.Previous.String); err != nil {
+			return err
+		}
+		_, err := db.openHeaders(r.ID, r.Headers)
 		return err
 	})
 	if err != nil {
@@ -96,6 +99,13 @@ type secretRow struct {
 	ID       string         `gorm:"column:id"`
 	Secret   string         `gorm:"column:secret"`
 	Previous sql.NullString `gorm:"column:previous_secret"`
+	Headers  string         `gorm:"column:headers"`
+}
+
+// headersCurrent reports whether stored headers are as sealHeaders would
+// store them now.
+func (db *DB) headersCurrent(stored string) bool {
+	return stored == noHeaders || db.secrets.Current([]byte(stored))
 }
 
 // errChanged: a row changed between its read and its rewrite.
@@ -105,14 +115,23 @@ var errChanged = errors.New("changed meanwhile")
 // reading the row again when a rotation changed it meanwhile.
 func (db *DB) reencryptWebhook(ctx context.Context, r secretRow) (int, error) {
 	for attempt := 0; attempt < 3; attempt++ {
-		if db.secrets.Current([]byte(r.Secret)) && (!r.Previous.Valid || db.secrets.Current([]byte(r.Previous.String))) {
+		if db.secrets.Current([]byte(r.Secret)) && (!r.Previous.Valid || db.secrets.Current([]byte(r.Previous.String))) &&
+			db.headersCurrent(r.Headers) {
 			return 0, nil
 		}
 		secret, previous, err := db.openSecrets(r.ID, r.Secret, r.Previous.String)
 		if err != nil {
 			return 0, err
 		}
-		q := db.conn(ctx).Model(&webhookRow{}).Where("id = ? AND secret = ?", r.ID, r.Secret)
+		headers, err := db.openHeaders(r.ID, r.Headers)
+		if err != nil {
+			return 0, err
+		}
+		sealedHeaders, err := db.sealHeaders(r.ID, headers)
+		if err != nil {
+			return 0, err
+		}
+		q := db.conn(ctx).Model(&webhookRow{}).Where("id = ? AND secret = ? AND headers = ?", r.ID, r.Secret, r.Headers)
 		if r.Previous.Valid {
 			q = q.Where("previous_secret = ?", r.Previous.String)
 		} else {
@@ -121,6 +140,7 @@ func (db *DB) reencryptWebhook(ctx context.Context, r secretRow) (int, error) {
 		res := q.Updates(map[string]any{
 			"secret":          db.secrets.SealString(secret, r.ID),
 			"previous_secret": sql.NullString{String: db.secrets.SealString(previous, r.ID), Valid: r.Previous.Valid},
+			"headers":         sealedHeaders,
 		})
 		if res.Error != nil {
 			return 0, fmt.Errorf("store: reencrypt webhook %s: %w", r.ID, res.Error)
@@ -128,7 +148,7 @@ func (db *DB) reencryptWebhook(ctx context.Context, r secretRow) (int, error) {
 		if res.RowsAffected == 1 {
 			return 1, nil
 		}
-		err = db.conn(ctx).Model(&webhookRow{}).Select("id, secret, previous_secret").Where("id = ?", r.ID).Take(&r).Error
+		err = db.conn(ctx).Model(&webhookRow{}).Select("id, secret, previous_secret, headers").Where("id = ?", r.ID).Take(&r).Error
 		if err != nil {
 			return 0, nil //nolint:nilerr // deleted meanwhile: nothing left to rewrite
 		}
@@ -142,7 +162,7 @@ func (db *DB) eachWebhookSecret(ctx context.Context, fn func(secretRow) error) e
 	after := ""
 	for {
 		var rows []secretRow
-		err := db.conn(ctx).Model(&webhookRow{}).Select("id, secret, previous_secret").
+		err := db.conn(ctx).Model(&webhookRow{}).Select("id, secret, previous_secret, headers").
 			Where("id > ?", after).Order("id").Limit(secretsBatch).Find(&rows).Error
 		if err != nil {
 			return fmt.Errorf("store: read webhook secrets: %w", err)

@@ -45,12 +45,13 @@ func openWith(t *testing.T, url string, k *secretbox.Keyring) *store.DB {
 type rawSecrets struct {
 	Secret   string
 	Previous *string
+	Headers  string
 }
 
 func rawWebhook(t *testing.T, db *store.DB, id string) rawSecrets {
 	t.Helper()
 	var r rawSecrets
-	if err := db.Gorm().Raw("SELECT secret, previous_secret AS previous FROM webhooks WHERE id = ?", id).Scan(&r).Error; err != nil {
+	if err := db.Gorm().Raw("SELECT secret, previous_secret AS previous, headers FROM webhooks WHERE id = ?", id).Scan(&r).Error; err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -68,6 +69,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 		ws := newWorkspace(t, db)
 		w := newWebhook(t, db, ws, base, "task.created")
 		rotated := w.RotateSecret(base.Add(time.Second), time.Hour)
+		rotated.Headers = map[string]string{"Authorization": "Bearer gw-credential", "X-Tenant": "acme"}
 		if err := db.Webhooks().UpdateWebhook(ctx, rotated); err != nil {
 			t.Fatal(err)
 		}
@@ -76,8 +78,13 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 			strings.Contains(raw.Secret+*raw.Previous, "whsec_") {
 			t.Fatalf("stored: %+v", raw)
 		}
+		// Custom headers' values may be a gateway's credentials: sealed too.
+		if !strings.HasPrefix(raw.Headers, "wtksealed:v1:") || strings.Contains(raw.Headers, "gw-credential") {
+			t.Fatalf("headers stored: %q", raw.Headers)
+		}
 		got, err := db.Webhooks().FindWebhookByID(ctx, ws.ID, w.ID)
-		if err != nil || got.Secret != rotated.Secret || got.PreviousSecret != w.Secret {
+		if err != nil || got.Secret != rotated.Secret || got.PreviousSecret != w.Secret || got.Headers["Authorization"] != "Bearer gw-credential" ||
+			got.Headers["X-Tenant"] != "acme" || len(got.Headers) != 2 {
 			t.Fatalf("read back: %+v %v", got, err)
 		}
 
@@ -91,6 +98,16 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 		}
 		if _, err := db.CheckSecrets(ctx); !errors.Is(err, secretbox.ErrCorrupt) {
 			t.Fatalf("CheckSecrets misses a moved secret: %v", err)
+		}
+		// So do sealed headers.
+		if err := db.Gorm().Exec("UPDATE webhooks SET secret = ?, headers = ? WHERE id = ?", rawWebhook(t, db, other.ID).Secret, raw.Headers, other.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Webhooks().FindWebhookByID(ctx, ws.ID, other.ID); !errors.Is(err, secretbox.ErrCorrupt) {
+			t.Fatalf("moved headers: %v", err)
+		}
+		if _, err := db.CheckSecrets(ctx); !errors.Is(err, secretbox.ErrCorrupt) {
+			t.Fatalf("CheckSecrets misses moved headers: %v", err)
 		}
 		if err := db.Webhooks().DeleteWebhook(ctx, ws.ID, other.ID); err != nil {
 			t.Fatal(err)
@@ -135,14 +152,21 @@ func TestReencryptSecrets(t *testing.T) {
 		plain := openWith(t, url, nil)
 		ws := newWorkspace(t, plain)
 		w := newWebhook(t, plain, ws, base, "task.created")
-		if raw := rawWebhook(t, plain, w.ID); raw.Secret != w.Secret {
-			t.Fatalf("without a keyring the secret is stored as it is: %+v", raw)
+		w.Headers = map[string]string{"Authorization": "Bearer gw-credential"}
+		if err := plain.Webhooks().UpdateWebhook(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if raw := rawWebhook(t, plain, w.ID); raw.Secret != w.Secret || raw.Headers != `{"Authorization":"Bearer gw-credential"}` {
+			t.Fatalf("without a keyring the secret and headers are stored as they are: %+v", raw)
 		}
 		oldRing, oldKeys := keyring(t, 1)
 		sealed := openWith(t, url, oldRing)
 		rep, err := sealed.ReencryptSecrets(ctx)
 		if err != nil || rep.Webhooks != 1 || rep.Rewritten != 1 {
 			t.Fatalf("reencrypt plaintext: %+v %v", rep, err)
+		}
+		if raw := rawWebhook(t, plain, w.ID); !strings.HasPrefix(raw.Headers, "wtksealed:v1:") || strings.Contains(raw.Headers, "gw-credential") {
+			t.Fatalf("reencrypt left the headers as they were: %q", raw.Headers)
 		}
 		if rep, _ := sealed.ReencryptSecrets(ctx); rep.Rewritten != 0 {
 			t.Fatalf("reencrypt again rewrote %d", rep.Rewritten)
@@ -163,7 +187,7 @@ func TestReencryptSecrets(t *testing.T) {
 		}
 		newOnly, _ := secretbox.Parse(newKeys[0])
 		got, err := openWith(t, url, newOnly).Webhooks().FindWebhookByID(ctx, ws.ID, w.ID)
-		if err != nil || got.Secret != w.Secret {
+		if err != nil || got.Secret != w.Secret || got.Headers["Authorization"] != "Bearer gw-credential" {
 			t.Fatalf("the new key alone: %v", err)
 		}
 		if _, err := openWith(t, url, oldRing).CheckSecrets(ctx); !errors.Is(err, secretbox.ErrNoKey) {

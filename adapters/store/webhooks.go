@@ -39,17 +39,13 @@ func (db *DB) webhookToRow(w domain.Webhook) (webhookRow, error) {
 	if err != nil {
 		return webhookRow{}, fmt.Errorf("store: encode webhook events: %w", err)
 	}
-	headers := w.Headers
-	if headers == nil {
-		headers = map[string]string{}
-	}
-	hs, err := json.Marshal(headers)
+	hs, err := db.sealHeaders(w.ID, w.Headers)
 	if err != nil {
-		return webhookRow{}, fmt.Errorf("store: encode webhook headers: %w", err)
+		return webhookRow{}, err
 	}
 	return webhookRow{
 		ID: w.ID, WorkspaceID: w.WorkspaceID, URL: w.URL, Events: string(evs), Active: w.Active,
-		Headers: string(hs), DisabledReason: sql.NullString{String: string(w.DisabledReason), Valid: w.DisabledReason != ""},
+		Headers: hs, DisabledReason: sql.NullString{String: string(w.DisabledReason), Valid: w.DisabledReason != ""},
 		DisabledAt: NullTimeOf(w.DisabledAt), FailingSince: NullTimeOf(w.FailingSince), FailedAttempts: w.FailedAttempts,
 		Secret:                  db.secrets.SealString(w.Secret, w.ID),
 		PreviousSecret:          sql.NullString{String: db.secrets.SealString(w.PreviousSecret, w.ID), Valid: w.PreviousSecret != ""},
@@ -70,9 +66,9 @@ func (db *DB) webhookFromRow(r webhookRow) (domain.Webhook, error) {
 	if err != nil {
 		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
 	}
-	var headers map[string]string
-	if err := json.Unmarshal([]byte(r.Headers), &headers); err != nil {
-		return domain.Webhook{}, fmt.Errorf("store: webhook %s: bad headers: %w", r.ID, err)
+	headers, err := db.openHeaders(r.ID, r.Headers)
+	if err != nil {
+		return domain.Webhook{}, err
 	}
 	secret, previous, err := db.openSecrets(r.ID, r.Secret, r.PreviousSecret.String)
 	if err != nil {
@@ -85,6 +81,40 @@ func (db *DB) webhookFromRow(r webhookRow) (domain.Webhook, error) {
 		Secret: secret, PreviousSecret: previous, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt.Ptr(),
 		CreatedAt: timeOf(r.CreatedAt), UpdatedAt: timeOf(r.UpdatedAt),
 	})
+}
+
+// noHeaders is how a webhook without custom headers stores them: as they
+// are, there being nothing to seal.
+const noHeaders = "{}"
+
+// headersContext binds a webhook's sealed headers to the webhook and to
+// their column, so that they open nowhere else.
+func headersContext(webhookID string) string { return webhookID + "/headers" }
+
+// sealHeaders is a webhook's custom headers as stored: a JSON object,
+// sealed under the keyring (the values may be a gateway's credentials).
+func (db *DB) sealHeaders(webhookID string, h map[string]string) (string, error) {
+	if len(h) == 0 {
+		return noHeaders, nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("store: encode webhook headers: %w", err)
+	}
+	return db.secrets.SealString(string(b), headersContext(webhookID)), nil
+}
+
+// openHeaders reads a webhook's stored headers, sealed or not.
+func (db *DB) openHeaders(webhookID, stored string) (map[string]string, error) {
+	plain, err := db.secrets.OpenString(stored, headersContext(webhookID))
+	if err != nil {
+		return nil, fmt.Errorf("store: webhook %s: headers: %w", webhookID, err)
+	}
+	var h map[string]string
+	if err := json.Unmarshal([]byte(plain), &h); err != nil {
+		return nil, fmt.Errorf("store: webhook %s: bad headers: %w", webhookID, err)
+	}
+	return h, nil
 }
 
 // openSecrets opens a webhook's stored secrets.
