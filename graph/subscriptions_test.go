@@ -798,7 +798,11 @@ func dialRaw(t *testing.T, url string, header ...http.Header) *wsClient {
 func TestSlowSocketSubscriberIsCutOffAndResumes(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
-		e := newLiveEnv(t, db, apitest.Settings{Live: app.LiveOptions{MaxBehind: 50}}, func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
+		// The client reads nothing while 600 tasks are created, however long
+		// a loaded machine takes: the write timeout, which would drop it
+		// first, is set past that (its own default is held elsewhere).
+		e := newLiveEnv(t, db, apitest.Settings{Live: app.LiveOptions{MaxBehind: 50}, GraphQL: server.Options{WriteTimeout: 5 * time.Minute}},
+			func(o *httpedge.Options) { o.RateLimit = 1_000_000 })
 		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Slow", "key": "SLO"})
 		prj.ExpectStatus(t, http.StatusCreated)
 		e.Get("/v1/events", e.Guest.Key).ExpectStatus(t, http.StatusOK)

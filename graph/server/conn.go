@@ -70,7 +70,7 @@ func (i socketImplementation) Accept(w http.ResponseWriter, r *http.Request, o t
 //     key, 1001 on shutdown) closes with the server's code and reason.
 //   - A write deadline. gqlgen writes with no deadline, so a client that
 //     reads nothing would hold its subscription's writer forever; past
-//     wsWriteTimeout the connection is dropped.
+//     its writeTimeout (Options.WriteTimeout) the connection is dropped.
 //   - The end of the connection (gone), which shutdown waits for: gqlgen
 //     runs the close handshake on its own goroutine and says nothing of its
 //     end.
@@ -84,6 +84,8 @@ type socket struct {
 	gin         *gin.Context
 	edge        *httpedge.Edge
 	initTimeout time.Duration
+	// writeTimeout bounds one message's write (Options.WriteTimeout).
+	writeTimeout time.Duration
 	// pendingAs is what the socket counts against until connection_init:
 	// its client address, or the key its upgrade request's Authorization
 	// header carried, when that key is valid (a valid key is never refused
@@ -105,8 +107,8 @@ type socket struct {
 	initTimer *time.Timer
 }
 
-func newSocket(c *gin.Context, edge *httpedge.Edge, initTimeout time.Duration) *socket {
-	return &socket{gin: c, edge: edge, initTimeout: initTimeout, pendingAs: "address " + c.ClientIP(), gone: make(chan struct{})}
+func newSocket(c *gin.Context, edge *httpedge.Edge, initTimeout, writeTimeout time.Duration) *socket {
+	return &socket{gin: c, edge: edge, initTimeout: initTimeout, writeTimeout: writeTimeout, pendingAs: "address " + c.ClientIP(), gone: make(chan struct{})}
 }
 
 // initTimedOut closes a socket that sent no connection_init in time.
@@ -237,9 +239,9 @@ func (s *socket) Subprotocol() string { return s.conn.Subprotocol() }
 func (s *socket) Close() error { return s.conn.Close() }
 
 // WriteJSON writes one message, dropping the connection when the write has
-// not ended within wsWriteTimeout.
+// not ended within its writeTimeout.
 func (s *socket) WriteJSON(v any) error {
-	t := time.AfterFunc(wsWriteTimeout, func() { _ = s.conn.Close() })
+	t := time.AfterFunc(s.writeTimeout, func() { _ = s.conn.Close() })
 	defer t.Stop()
 	return s.conn.WriteJSON(v)
 }

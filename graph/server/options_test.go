@@ -10,7 +10,7 @@ func TestOptionsDefaults(t *testing.T) {
 	var o Options
 	o.defaults()
 	if o.MaxComplexity != DefaultMaxComplexity || o.MaxDepth != DefaultMaxDepth || o.APQCacheSize != DefaultAPQCacheSize ||
-		o.LoaderWait != DefaultLoaderWait || o.InitTimeout != DefaultInitTimeout || o.KeyCheckInterval != 2*time.Second ||
+		o.LoaderWait != DefaultLoaderWait || o.InitTimeout != DefaultInitTimeout || o.KeyCheckInterval != 2*time.Second || o.WriteTimeout != 10*time.Second ||
 		!o.budget.set() || o.Logger == nil {
 		t.Fatalf("defaults: %+v", o)
 	}

@@ -35,6 +35,8 @@ const (
 	DefaultAPQCacheSize  = 1_000
 	DefaultLoaderWait    = 10 * time.Millisecond
 	DefaultInitTimeout   = 10 * time.Second
+	// DefaultWriteTimeout is Options.WriteTimeout's default.
+	DefaultWriteTimeout = 10 * time.Second
 	// DefaultKeyCheckInterval is Options.KeyCheckInterval's default.
 	DefaultKeyCheckInterval = 2 * time.Second
 )
@@ -55,6 +57,10 @@ type Options struct {
 	// InitTimeout is how long a new WebSocket may take to send
 	// connection_init before it is closed with 4408 (default 10s).
 	InitTimeout time.Duration
+	// WriteTimeout bounds the write of one message over a WebSocket: a
+	// client that reads nothing for this long is disconnected (default
+	// 10s).
+	WriteTimeout time.Duration
 	// KeyCheckInterval is how often an open socket's key is resolved again,
 	// so that a revoked or expired key, or a changed role, closes it
 	// (default 2s; with the key cache's 5 seconds, within 10 seconds).
@@ -86,6 +92,9 @@ func (o *Options) defaults() {
 	}
 	if o.InitTimeout <= 0 {
 		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
 	if o.KeyCheckInterval <= 0 {
 		o.KeyCheckInterval = DefaultKeyCheckInterval

@@ -48,9 +48,6 @@ const (
 	// wsPingInterval is how often the server pings; a client that has not
 	// answered within two intervals is disconnected.
 	wsPingInterval = 25 * time.Second
-	// wsWriteTimeout bounds one message's write: a client that reads
-	// nothing for this long is disconnected.
-	wsWriteTimeout = 10 * time.Second
 	// wsLoaderWait is how long the dataloaders of one result over a socket
 	// gather loads.
 	wsLoaderWait = time.Millisecond
@@ -83,10 +80,12 @@ type wsHandler struct {
 	app         *app.App
 	sockets     *Sockets
 	initTimeout time.Duration
+	// writeTimeout bounds one message's write (Options.WriteTimeout).
+	writeTimeout time.Duration
 }
 
 func newWSHandler(edge *httpedge.Edge, api *httpedge.API, a *app.App, o Options, sockets *Sockets) *wsHandler {
-	h := &wsHandler{edge: edge, api: api, app: a, sockets: sockets, initTimeout: o.InitTimeout}
+	h := &wsHandler{edge: edge, api: api, app: a, sockets: sockets, initTimeout: o.InitTimeout, writeTimeout: o.WriteTimeout}
 	srv := handler.New(graph.NewSchema(a))
 	limit := int64(wsReadLimit)
 	// No InitTimeout: the socket closes itself with 4408 after
@@ -114,7 +113,7 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 		return
 	}
 	c.Abort()
-	s := newSocket(c, h.edge, h.initTimeout)
+	s := newSocket(c, h.edge, h.initTimeout, h.writeTimeout)
 	// A valid key in the upgrade request: until connection_init the socket
 	// counts against the key, not the address. The key is checked without
 	// counting a failure against the address: connection_init does that.
