@@ -122,6 +122,25 @@ func TestSocketWithoutInitIsClosed(t *testing.T) {
 	d.quiet(400 * time.Millisecond)
 }
 
+// expectUpgradeRefused fails t unless a WebSocket upgrade with header is
+// refused with 429.
+func expectUpgradeRefused(t *testing.T, url string, header http.Header, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, res, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: header})
+	if err == nil {
+		_ = conn.CloseNow()
+		t.Fatalf("%s was accepted", what)
+	}
+	if res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("%s: want 429, got %v (%v)", what, res, err)
+	}
+	if res.Body != nil {
+		_ = res.Body.Close()
+	}
+}
+
 // One client address holds at most 20 sockets that have not sent
 // connection_init: the next upgrade is refused with 429.
 func TestPendingSocketsPerAddressAreCapped(t *testing.T) {
@@ -129,19 +148,7 @@ func TestPendingSocketsPerAddressAreCapped(t *testing.T) {
 	for range server.MaxPendingSocketsPerAddress {
 		dialRaw(t, e.URL)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, res, err := websocket.Dial(ctx, e.URL, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
-	if err == nil {
-		_ = conn.CloseNow()
-		t.Fatal("the 21st socket waiting for connection_init was accepted")
-	}
-	if res == nil || res.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("want 429, got %v (%v)", res, err)
-	}
-	if res.Body != nil {
-		_ = res.Body.Close()
-	}
+	expectUpgradeRefused(t, e.URL, nil, "the address's 21st socket waiting for connection_init")
 	// A valid key is never refused for its address (many clients share one
 	// behind a proxy): an upgrade that carries one is counted against the
 	// key, and works.
@@ -151,19 +158,9 @@ func TestPendingSocketsPerAddressAreCapped(t *testing.T) {
 	waitForSubscriptions(t, e, 1)
 	// A key's own sockets waiting for connection_init are capped like an
 	// address's.
+	member := http.Header{"Authorization": {"Bearer " + e.Member.Key}}
 	for range server.MaxPendingSocketsPerAddress {
-		dialRaw(t, e.URL, http.Header{"Authorization": {"Bearer " + e.Member.Key}})
+		dialRaw(t, e.URL, member)
 	}
-	conn, res, err = websocket.Dial(ctx, e.URL, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"},
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + e.Member.Key}}})
-	if err == nil {
-		_ = conn.CloseNow()
-		t.Fatal("the key's 21st socket waiting for connection_init was accepted")
-	}
-	if res == nil || res.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("a key's 21st pending socket: want 429, got %v (%v)", res, err)
-	}
-	if res.Body != nil {
-		_ = res.Body.Close()
-	}
+	expectUpgradeRefused(t, e.URL, member, "the key's 21st socket waiting for connection_init")
 }
