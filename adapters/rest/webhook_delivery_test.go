@@ -321,7 +321,10 @@ func TestWebhookRedeliver(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(300 * time.Millisecond)})
+		// A redelivery opens a new retry window: 3 s, so that a loaded
+		// machine's dispatcher attempts it before the window closes (in
+		// 300 ms, it once failed unattempted).
+		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(3 * time.Second)})
 		var mu sync.Mutex
 		healthy := false
 		rc := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int {
