@@ -135,6 +135,7 @@ func TestGraphQLTaskFilterErrorsNameTheArgument(t *testing.T) {
 			{`{ tasks(filter: {query: ""}) { nodes { id } } }`, "filter.query"},
 			{`{ tasks(filter: {query: "` + strings.Repeat("a", 201) + `"}) { nodes { id } } }`, "filter.query"},
 			{`{ tasks(filter: {dueAfter: "0000-12-31T00:00:00Z"}) { nodes { id } } }`, "filter.dueAfter"},
+			{`{ taskCounts(groupBy: STATUS, filter: {query: "a b c d e f g h i"}) { total } }`, "filter.query"},
 			{`{ tasks(first: 0) { nodes { id } } }`, "first"},
 			{`{ tasks(after: "` + cursor + `", filter: {statuses: [DONE]}) { nodes { id } } }`, "after"},
 			{`{ tasks(after: "` + cursor + `", filter: {statuses: [OPEN]}, orderBy: {field: DUE_AT, direction: ASC}) { nodes { id } } }`, "after"},

@@ -78,6 +78,9 @@ func TestFindTasksAcrossProjects(t *testing.T) {
 			{"q=wri+ANN", []string{f.announce}},
 			{"q=" + url.QueryEscape("log"), []string{f.mine}},
 			{"q=rite", nil}, // a word's inside is not a prefix
+			// Repeats and words that start another word ask nothing more.
+			{"q=" + strings.Repeat("wri+", 40) + "ANN", []string{f.announce}},
+			{"q=wri+write+WRITE+the+announcement+ann+a", []string{f.announce}},
 			{"sort=due_at", []string{f.announce, f.mine, f.theirs, f.nobody}}, // undated last
 			{"sort=-due_at", []string{f.theirs, f.mine, f.announce, f.nobody}},
 			{"sort=-updated_at&status=open", []string{f.announce, f.theirs}},
@@ -177,6 +180,8 @@ func TestFindTasksRefusesBadParameters(t *testing.T) {
 			{"/v1/tasks?q=", "q"},
 			{"/v1/tasks?q=" + strings.Repeat("a", 201), "q"},
 			{"/v1/tasks?q=%21%3F", "q"},
+			{"/v1/tasks?q=a+b+c+d+e+f+g+h+i", "q"}, // 9 different words
+			{"/v1/tasks/counts?group_by=status&q=a+b+c+d+e+f+g+h+i", "q"},
 			{"/v1/tasks?sort=title", "sort"},
 			{"/v1/tasks?limit=0", "limit"},
 			{"/v1/projects/" + f.p + "/tasks?project_id=" + f.q, "project_id"},

@@ -128,7 +128,7 @@ func taskFilter(a domain.Actor, projectID string, q domain.TaskQuery) (ports.Tas
 		DueAfter: q.DueAfter, DueBefore: q.DueBefore, UpdatedAfter: q.UpdatedAfter, Order: q.Order,
 	}
 	if q.Text != nil {
-		f.Words = domain.SearchWords(*q.Text)
+		f.Words = domain.SearchTerms(*q.Text)
 	}
 	switch {
 	case projectID != "":

@@ -16,6 +16,10 @@ const (
 	MaxFilterValues = 50
 	// MaxTaskQueryText is the longest q, in characters.
 	MaxTaskQueryText = 200
+	// MaxSearchWords is how many different words one q may hold. Each is
+	// a full-text lookup of its own, and a title rarely needs more to be
+	// found.
+	MaxSearchWords = 8
 )
 
 // The task query's parameters as REST names them; errors name them so, and
@@ -188,8 +192,11 @@ func (q TaskQuery) Validate() error {
 		if n := utf8.RuneCountInString(*q.Text); n < 1 || n > MaxTaskQueryText || !utf8.ValidString(*q.Text) {
 			return Invalid(ParamText, "Must be 1 to %d characters.", MaxTaskQueryText)
 		}
-		if len(SearchWords(*q.Text)) == 0 {
+		switch n := len(uniqueWords(SearchWords(*q.Text))); {
+		case n == 0:
 			return Invalid(ParamText, "Must hold a word: a letter or a digit.")
+		case n > MaxSearchWords:
+			return Invalid(ParamText, "Must hold at most %d different words.", MaxSearchWords)
 		}
 	}
 	return q.Order.Validate()
@@ -229,6 +236,41 @@ func SearchWords(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r)
 	})
+}
+
+// SearchTerms are the words a search text asks the database for: its
+// words (SearchWords) without repeats, and without a word that is the
+// start of another of them ("plan" beside "planning": a title word that
+// starts with "planning" starts with "plan" too), in the order they came.
+// The same tasks match as for every word of s; each word left is one
+// full-text lookup.
+func SearchTerms(s string) []string {
+	words := uniqueWords(SearchWords(s))
+	terms := words[:0:0]
+	for i, w := range words {
+		implied := false
+		for j, o := range words {
+			if j != i && len(o) > len(w) && strings.HasPrefix(o, w) {
+				implied = true
+				break
+			}
+		}
+		if !implied {
+			terms = append(terms, w)
+		}
+	}
+	return terms
+}
+
+// uniqueWords is words without repeats, first occurrences kept in order.
+func uniqueWords(words []string) []string {
+	out := words[:0:0]
+	for _, w := range words {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Canonical is the query as one string, lists sorted and deduplicated and

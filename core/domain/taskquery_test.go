@@ -58,6 +58,11 @@ func TestTaskQueryValidate(t *testing.T) {
 		{"q of 200 characters", domain.TaskQuery{Text: text(strings.Repeat("é", domain.MaxTaskQueryText))}, ""},
 		{"q of 201 characters", domain.TaskQuery{Text: text(strings.Repeat("é", domain.MaxTaskQueryText+1))}, domain.ParamText},
 		{"q not UTF-8", domain.TaskQuery{Text: text("ab\xff")}, domain.ParamText},
+		{"q of 8 words", domain.TaskQuery{Text: text("a b c d e f g h")}, ""},
+		{"q of 9 words", domain.TaskQuery{Text: text("a b c d e f g h i")}, domain.ParamText},
+		// Words are counted once however often they repeat.
+		{"q of one word 100 times", domain.TaskQuery{Text: text(strings.Repeat("a ", 100))}, ""},
+		{"q of 8 words, repeated and in capitals", domain.TaskQuery{Text: text("a b c d e f g h A B H")}, ""},
 		{"an unknown order", domain.TaskQuery{Order: domain.TaskOrder{Field: "title"}}, domain.ParamSort},
 		// The first fault in parameter order is the one reported.
 		{"two faults", domain.TaskQuery{Statuses: []domain.Status{"x"}, Text: text("")}, domain.ParamStatus},
@@ -109,6 +114,24 @@ func TestSearchWords(t *testing.T) {
 		"  ...  ":                nil,
 	} {
 		if got := domain.SearchWords(in); !slices.Equal(got, want) {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A search asks the database once for each word that no other word of it
+// implies: repeats go, and so does a word that starts another one.
+func TestSearchTerms(t *testing.T) {
+	for in, want := range map[string][]string{
+		"plan":                    {"plan"},
+		strings.Repeat("a ", 100): {"a"},
+		"Plan plan PLAN":          {"plan"},
+		"plan planning q3":        {"planning", "q3"},
+		"planning plan":           {"planning"},
+		"write wri up":            {"write", "up"},
+		"ab ba":                   {"ab", "ba"},
+	} {
+		if got := domain.SearchTerms(in); !slices.Equal(got, want) {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}

@@ -176,7 +176,8 @@ type TaskFilter struct {
 	DueBefore    *time.Time // due_at < DueBefore
 	UpdatedAfter *time.Time // updated_at > UpdatedAfter
 	// Words must each be a word or word prefix of the title (lowercase
-	// letters and digits, domain.SearchWords).
+	// letters and digits, domain.SearchTerms): at most
+	// domain.MaxSearchWords, none repeated or the start of another.
 	Words []string
 	Order domain.TaskOrder
 	// After is the position to read after, in Order; nil for the first
