@@ -20,18 +20,27 @@ func Complexity() ComplexityRoot {
 		return connectionCost(child, first)
 	}
 	c.Query.APIKeys = func(child int, first *int, _ *string, _ *string) int { return connectionCost(child, first) }
-	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string, _ *model.TaskFilter, _ *model.TaskOrder) int {
-		return connectionCost(child, first)
+	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string, f *model.TaskFilter, _ *model.TaskOrder) int {
+		return connectionCost(child, first) + searchCost(f)
 	}
-	c.Query.Tasks = func(child int, first *int, _ *string, _ *model.TaskFilter, _ *model.TaskOrder) int {
-		return connectionCost(child, first)
+	c.Query.Tasks = func(child int, first *int, _ *string, f *model.TaskFilter, _ *model.TaskOrder) int {
+		return connectionCost(child, first) + searchCost(f)
 	}
-	// A count reads every task it counts, as a full page reads its hundred:
-	// it is weighed as one.
-	c.Query.TaskCounts = func(child int, _ *model.TaskFilter, _ domain.TaskCountGroup) int {
-		return 1 + domain.MaxPageLimit*child
+	// A count is weighed by what it reads (domain.TaskQuery.CountWeight):
+	// every task it counts, unless the projects' counters answer it.
+	c.Query.TaskCounts = func(child int, f *model.TaskFilter, by domain.TaskCountGroup) int {
+		return child + taskQuery(f, nil).CountWeight(by)
 	}
 	return c
+}
+
+// searchCost is what a task list's search adds to its page: the full-text
+// lookups of its words.
+func searchCost(f *model.TaskFilter) int {
+	if f != nil && f.Query.Value() != nil {
+		return domain.SearchWeight
+	}
+	return 0
 }
 
 func connectionCost(child int, first *int) int {

@@ -119,3 +119,54 @@ func TestComplexityOfTheNestedQuery(t *testing.T) {
 		t.Fatalf("message: %s", r.Body)
 	}
 }
+
+// Counts and searches are weighed by what they read: at the default limit
+// the documents of many counting or searching aliases that held a database
+// for minutes are refused before any statement, while a dashboard's few
+// counts, a count read from the projects' counters and a search pass.
+func TestCountsAndSearchesAreWeighedByWhatTheyRead(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		counter := storetest.CountStatements(db)
+		e := newEnv(t, db)
+		createProject(t, e, "WGT")
+		gql(t, e, e.Guest.Key, `{ me { id } }`, nil).ok(t) // warms the key cache
+		aliases := func(n int, field string) string {
+			var b strings.Builder
+			b.WriteString("{ ")
+			for i := range n {
+				fmt.Fprintf(&b, "a%d: %s ", i, field)
+			}
+			return b.String() + "}"
+		}
+		search := `taskCounts(groupBy: PROJECT, filter: {query: "a"}) { total groups { key count } }`
+		byAssignee := `taskCounts(groupBy: ASSIGNEE) { total groups { key count } }`
+		for name, query := range map[string]string{
+			"60 searching counts":      aliases(60, search),
+			"120 counts by assignee":   aliases(120, byAssignee),
+			"26 counts by assignee":    aliases(26, byAssignee),
+			"30 searches of 100 tasks": aliases(30, `tasks(first: 100, filter: {query: "a"}) { nodes { id } }`),
+			"100 projects' searches":   `{ projects(first: 100) { nodes { tasks(first: 1, filter: {query: "a"}) { nodes { id } } } } }`,
+		} {
+			counter.Reset()
+			r := gql(t, e, e.Guest.Key, query, nil)
+			if r.Status != http.StatusUnprocessableEntity || r.Data != nil {
+				t.Fatalf("%s: want 422 without data, got %d: %s", name, r.Status, r.Body)
+			}
+			r.expectError(t, "validation_failed", "query")
+			if n := counter.N(); n != 0 {
+				t.Fatalf("%s: %d statements ran before the refusal", name, n)
+			}
+		}
+		for name, query := range map[string]string{
+			"a dashboard's counts":  "{ mine: " + byAssignee + " open: " + search + " all: " + byAssignee + " }",
+			"24 counts by assignee": aliases(24, byAssignee),
+			"counts from counters":  aliases(200, `taskCounts(groupBy: STATUS, filter: {projectIds: ["prj_x"]}) { total }`),
+			"a search":              `{ tasks(first: 100, filter: {query: "wri ann"}) { nodes { id title } } }`,
+		} {
+			if r := gql(t, e, e.Guest.Key, query, nil); r.Status != http.StatusOK || len(r.Errors) != 0 {
+				t.Fatalf("%s: want 200 without errors, got %d: %s", name, r.Status, r.Body)
+			}
+		}
+	})
+}

@@ -18,8 +18,8 @@ import (
 // transaction: a sum over the workspace's projects rather than a count of
 // its tasks. Any other count is a GROUP BY over the filter's index scan.
 func (s *TaskStore) CountTasks(ctx context.Context, f ports.TaskFilter, by domain.TaskCountGroup) ([]domain.TaskCount, error) {
-	if by != domain.CountByAssignee && f.AssigneeIDs == nil && !f.Unassigned && f.DueAfter == nil &&
-		f.DueBefore == nil && f.UpdatedAfter == nil && len(f.Words) == 0 {
+	if domain.CountReadsCounters(by, f.AssigneeIDs != nil || f.Unassigned,
+		f.DueAfter != nil || f.DueBefore != nil || f.UpdatedAfter != nil, len(f.Words) > 0) {
 		return s.countFromProjects(ctx, f, by)
 	}
 	q := taskQuery{dialect: s.db.dialect}

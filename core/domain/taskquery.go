@@ -314,6 +314,39 @@ func (q TaskQuery) Canonical() string {
 	return b.String()
 }
 
+// What a task list or count reads of the database, in the units of a
+// GraphQL operation's complexity (one field, one row): a search looks up
+// each of its words in the full-text index beside the page it returns, and
+// a count reads every task it counts, up to the whole workspace's; so
+// may a search whose words are rare, walking the list for its page.
+const (
+	// SearchWeight is what a list with q adds to its page's cost.
+	SearchWeight = 1000
+	// CountWeight is a count that reads the tasks it counts.
+	CountWeight = 1000
+	// CounterWeight is a count read from the projects' counters.
+	CounterWeight = 10
+)
+
+// CountReadsCounters reports whether a count by by is read from the
+// projects' counters, a row per project, rather than from the tasks: by
+// status or project, narrowed by nothing but projects and statuses.
+func CountReadsCounters(by TaskCountGroup, filtersAssignee, filtersDates, searches bool) bool {
+	return by != CountByAssignee && !filtersAssignee && !filtersDates && !searches
+}
+
+// CountWeight is what counting q's tasks by by reads (see CountWeight).
+func (q TaskQuery) CountWeight(by TaskCountGroup) int {
+	dates := q.DueAfter != nil || q.DueBefore != nil || q.UpdatedAfter != nil
+	if CountReadsCounters(by, q.FiltersAssignee(), dates, q.Text != nil) {
+		return CounterWeight
+	}
+	if q.Text != nil {
+		return CountWeight + SearchWeight
+	}
+	return CountWeight
+}
+
 // TaskCountGroup is what task counts are grouped by.
 type TaskCountGroup string
 
