@@ -6,6 +6,7 @@ import (
 
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 // Caller is who an operation runs for, and how its errors leave: the
@@ -37,6 +38,9 @@ type requestKey struct{}
 // POST, or each event of a subscription, so that nested fields show the
 // current state, never what an earlier result loaded.
 func WithCaller(ctx context.Context, a *app.App, c Caller, loaderWait time.Duration) context.Context {
+	// The operation's statements are the caller's workspace's, bounded
+	// by its share of the database, over either transport.
+	ctx = ports.WithDBScope(ctx, c.Actor.WorkspaceID)
 	return context.WithValue(ctx, requestKey{}, &request{Caller: c, loaders: newLoaders(a, c.Actor, loaderWait)})
 }
 

@@ -67,7 +67,13 @@ func errorObject(c *gin.Context, status int, e *domain.Error, requestID string) 
 // Abort ends the request with err, rendered by r at err's status.
 func (r Renderer) Abort(c *gin.Context, err error) {
 	e := PublicError(c, err)
-	r(c, StatusOf(e.Code), e, RequestID(c))
+	status := StatusOf(e.Code)
+	if status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {
+		// A refusal that is not a window's (a workspace's share of the
+		// database) frees within moments.
+		c.Header("Retry-After", "1")
+	}
+	r(c, status, e, RequestID(c))
 }
 
 // internalMessage is what a client is told of an unexpected failure.

@@ -17,6 +17,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 const (
@@ -52,6 +53,9 @@ func (s *Edge) requestID(c *gin.Context) {
 		c.Set(observerKey, s.opts.Observer)
 	}
 	c.Header("X-Request-Id", id)
+	// Every statement of a request runs under the database budget; the
+	// workspace's share applies once the caller is known (authenticate).
+	c.Request = c.Request.WithContext(ports.WithDBScope(c.Request.Context(), ""))
 	c.Next()
 }
 
@@ -130,6 +134,7 @@ func (s *Edge) authenticate(c *gin.Context, render Renderer) {
 		return
 	}
 	c.Set(actorKey, actor)
+	c.Request = c.Request.WithContext(ports.WithDBScope(c.Request.Context(), actor.WorkspaceID))
 	c.Next()
 }
 

@@ -38,3 +38,44 @@ func TaskCountSQL(dialect string, f ports.TaskFilter, by domain.TaskCountGroup) 
 	q.count(f, by)
 	return q.sql.String(), q.args
 }
+
+// ReadCount runs q, a statement of one count column, as the task lists'
+// reads run: under ctx's budget, with LiveArg standing for the
+// statement's context on SQLite.
+func (db *DB) ReadCount(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := db.read(ctx, q, args, func(rows rowScanner) error {
+		for rows.Next() {
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// LiveArg is the argument that becomes a SQLite statement's context token.
+var LiveArg any = sqliteLiveArg{}
+
+// Waiting is how many statements of the workspace wait for its share.
+func (db *DB) Waiting(workspaceID string) int {
+	b := db.budget.Load()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.shares[workspaceID]; s != nil {
+		return s.waiting
+	}
+	return 0
+}
+
+// Holding is how many statements of the workspace hold its share.
+func (db *DB) Holding(workspaceID string) int {
+	b := db.budget.Load()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.shares[workspaceID]; s != nil {
+		return len(s.slots)
+	}
+	return 0
+}

@@ -37,8 +37,20 @@ type rowScanner interface {
 // A lost connection still reads as service_unavailable, as
 // registerUnavailable makes every GORM statement's error.
 func (db *DB) read(ctx context.Context, q string, args []any, scan func(rowScanner) error) error {
+	return db.bound(ctx, func(ctx context.Context) error { return db.readBounded(ctx, q, args, scan) })
+}
+
+// readBounded is read under its budget (bound).
+func (db *DB) readBounded(ctx context.Context, q string, args []any, scan func(rowScanner) error) error {
 	if db.dialect == DialectPostgres {
 		q = numbered(q)
+	}
+	for i, a := range args {
+		if _, ok := a.(sqliteLiveArg); ok {
+			token, forget := liveToken(ctx)
+			defer forget()
+			args[i] = token
+		}
 	}
 	if observe := db.readObserver.Load(); observe != nil {
 		(*observe)(q)

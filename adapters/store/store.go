@@ -54,6 +54,9 @@ type DB struct {
 	// url is what Open was given; the PostgreSQL delivery watcher opens its
 	// own LISTEN connection with it.
 	url string
+	// budget bounds the statements of API requests (SetBudget); nil
+	// leaves them unbounded.
+	budget atomic.Pointer[budget]
 	// deliveriesAnnouncer tells other processes' dispatchers of deliveries
 	// this process committed (PostgreSQL only; see announcer).
 	deliveriesAnnouncer announcer
@@ -187,6 +190,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	}
 	configurePool(sqlDB, o.maxOpenConns, memory)
 	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url, secrets: o.secrets}
+	if err := registerBudget(db); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
 	db.deliveriesAnnouncer.send = func(ctx context.Context) error {
 		return db.gorm.WithContext(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error
 	}
@@ -259,6 +265,9 @@ func sqliteDialector(url string, o *options) (gorm.Dialector, bool, error) {
 		o.maxOpenConns = 1
 	} else if o.maxOpenConns == 0 {
 		o.maxOpenConns = 16
+	}
+	if err := registerLiveFunc(); err != nil {
+		return nil, false, fmt.Errorf("store: open sqlite: %w", err)
 	}
 	return sqlite.Open(dsn), memory, nil
 }

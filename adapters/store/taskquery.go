@@ -47,6 +47,11 @@ func writeIn[T ~string](q *taskQuery, col string, vals []T) {
 // where writes f's conditions (not its keyset position), ANDed.
 func (q *taskQuery) where(f ports.TaskFilter) {
 	q.write("workspace_id = ?", f.WorkspaceID)
+	if q.dialect == DialectSQLite {
+		// SQLite does not stop a statement when its context ends once
+		// it reads rows; this does, row by row (budget.go).
+		q.write(" AND worktrack_live(?)", sqliteLiveArg{})
+	}
 	if f.ProjectIDs != nil {
 		q.write(" AND ")
 		writeIn(q, "project_id", f.ProjectIDs)

@@ -23,6 +23,14 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	if _, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
 		return fn(ctx)
 	}
+	// A transaction holds one connection from BEGIN to COMMIT: it takes
+	// one slot of its workspace's share for all of it (its statements take
+	// none), before it queues for SQLite's writer.
+	release, err := db.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if db.writeLock != nil {
 		select {
 		case db.writeLock <- struct{}{}:
@@ -42,7 +50,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	// Begin and commit failures do not pass through GORM's statement
 	// callbacks; a lost connection there is service_unavailable too.
 	wroteDeliveries := new(bool)
-	err := unavailable(db.gorm.WithContext(txCtx).Transaction(func(tx *gorm.DB) error {
+	err = unavailable(db.gorm.WithContext(txCtx).Transaction(func(tx *gorm.DB) error {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}

@@ -54,6 +54,11 @@ type Config struct {
 	LogLevel  slog.Level
 	// MetricsToken, when set, is the bearer token GET /metrics requires.
 	MetricsToken string
+	// DBStatementTimeout stops an API request's statement that runs
+	// longer; DBWorkspaceShare is how many of one workspace's statements
+	// hold connections at once (0: a quarter of the pool).
+	DBStatementTimeout time.Duration
+	DBWorkspaceShare   int
 	// EventRetention is how long the event log keeps an event (longer
 	// while a delivery of it is pending).
 	EventRetention time.Duration
@@ -85,6 +90,10 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_GRAPHQL_MAX_COMPLEXITY  GraphQL operations costlier than this are refused, and no more than
                                     this much complexity executes at once (default 25000)
   WORKTRACK_GRAPHQL_MAX_DEPTH       GraphQL operations nested deeper are refused (default 12)
+  WORKTRACK_DB_STATEMENT_TIMEOUT    an API request's database statement running longer is stopped, and the
+                                    request answered 503 (default 5s)
+  WORKTRACK_DB_WORKSPACE_SHARE      database statements of one workspace running at once; more wait, then 429
+                                    (default: a quarter of the pool, 5 on PostgreSQL, 4 on SQLite)
   WORKTRACK_SHUTDOWN_TIMEOUT        after SIGTERM/SIGINT, time for work in flight to finish (default 30s)
   WORKTRACK_LOG_FORMAT              text or json (default: text on a terminal, else json)
   WORKTRACK_LOG_LEVEL               debug, info, warn or error (default info)
@@ -239,6 +248,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		LogFormat:           e.oneOf("WORKTRACK_LOG_FORMAT", "", logText, logJSON),
 		LogLevel:            e.level("WORKTRACK_LOG_LEVEL"),
 		MetricsToken:        e.str("WORKTRACK_METRICS_TOKEN", ""),
+		DBStatementTimeout:  e.duration("WORKTRACK_DB_STATEMENT_TIMEOUT", 5*time.Second),
+		DBWorkspaceShare:    e.positiveInt("WORKTRACK_DB_WORKSPACE_SHARE", 0),
 		EventRetention:      e.duration("WORKTRACK_EVENT_RETENTION", 720*time.Hour),
 		Secrets:             e.keyring(secretbox.EnvKey),
 	}

@@ -154,6 +154,12 @@ func openServeStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.D
 		_ = db.Close()
 		return nil, err
 	}
+	b := store.DefaultBudget(db.MaxOpenConns())
+	b.StatementTimeout = cfg.DBStatementTimeout
+	if cfg.DBWorkspaceShare > 0 {
+		b.WorkspaceShare, b.WorkspaceQueue = cfg.DBWorkspaceShare, 4*cfg.DBWorkspaceShare
+	}
+	db.SetBudget(b)
 	return db, nil
 }
 

@@ -56,12 +56,14 @@ const (
 	LimitSocketInit     = "socket_init_timeout"    // a socket that sent no connection_init
 	LimitWebhooks       = "webhooks_per_workspace" // a workspace's webhooks
 	LimitAPIKeys        = "api_keys_per_user"      //nolint:gosec // a limit's name, not a credential
+	LimitStatementTime  = "statement_timeout"      // a request's database statement past its deadline
+	LimitDatabaseShare  = "database_share"         // a workspace's share of the database connections
 )
 
 // Limits lists every limit a refusal can name.
 var Limits = []string{
 	LimitAuthFailures, LimitRate, LimitGraphQLCost, LimitSubscriptions, LimitSockets,
-	LimitPendingSockets, LimitSocketInit, LimitWebhooks, LimitAPIKeys,
+	LimitPendingSockets, LimitSocketInit, LimitWebhooks, LimitAPIKeys, LimitStatementTime, LimitDatabaseShare,
 }
 
 // Refusal is a refusal for a shared limit: code (too_many_requests or

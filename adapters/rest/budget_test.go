@@ -1,0 +1,132 @@
+package rest_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/metrics"
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// stallWorkspace makes every GORM query of one workspace's requests wait,
+// holding its slot of the workspace's share, until its statement's context
+// ends (its deadline, or its client gone) or release is closed: a
+// statement that runs too long, as the database would run it.
+func stallWorkspace(t *testing.T, db *store.DB, workspaceID string, on *atomic.Bool, release <-chan struct{}, stalled *atomic.Int64) {
+	t.Helper()
+	err := db.Gorm().Callback().Query().Before("gorm:query").Register("test:stall", func(tx *gorm.DB) {
+		scope, ok := ports.DBScopeOf(tx.Statement.Context)
+		if !on.Load() || !ok || scope.WorkspaceID != workspaceID || tx.Error != nil {
+			return
+		}
+		stalled.Add(1)
+		select {
+		case <-tx.Statement.Context.Done():
+			_ = tx.AddError(tx.Statement.Context.Err())
+		case <-release:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The database budget over HTTP: a request whose statement runs past the
+// deadline is answered 503 service_unavailable (never a 500) and counted as
+// statement_timeout; a workspace past its share and its queue is answered
+// 429 with Retry-After, counted as database_share, while another
+// workspace's requests are served.
+func TestDatabaseBudgetOverHTTP(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		m := metrics.New()
+		e := apitest.New(t, db, func(o *httpedge.Options) { o.Observer = m })
+		newProject(t, e, "BDG")
+		e.Get("/v1/projects", e.Other.Key).ExpectStatus(t, http.StatusOK) // warms Globex's key
+		var on atomic.Bool
+		var stalled atomic.Int64
+		release := make(chan struct{})
+		stallWorkspace(t, db, e.Workspace.ID, &on, release, &stalled)
+		on.Store(true)
+
+		db.SetBudget(store.Budget{StatementTimeout: 200 * time.Millisecond})
+		res := e.Get("/v1/projects", e.Member.Key)
+		res.ExpectError(t, http.StatusServiceUnavailable, "service_unavailable", "")
+		if msg := res.ErrorField("message"); !strings.Contains(msg, "deadline") {
+			t.Errorf("message %q does not say the deadline stopped it", msg)
+		}
+		if n := refusals(t, m, "statement_timeout"); n != 1 {
+			t.Errorf("statement_timeout refusals: %v, want 1", n)
+		}
+
+		// Acme's share is one statement and no queue: with one request
+		// stalled, the next is refused at once.
+		db.SetBudget(store.Budget{StatementTimeout: time.Minute, WorkspaceShare: 1, WorkspaceQueue: 0})
+		srv := httptest.NewServer(e.Edge)
+		defer srv.Close()
+		held := make(chan int, 1)
+		stalled.Store(0)
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/projects", nil)
+			req.Header.Set("Authorization", "Bearer "+e.Member.Key)
+			res, err := srv.Client().Do(req)
+			if err != nil {
+				t.Error(err)
+				held <- 0
+				return
+			}
+			_ = res.Body.Close()
+			held <- res.StatusCode
+		}()
+		for i := 0; stalled.Load() == 0; i++ {
+			if i == 1000 {
+				t.Fatal("the first request never reached its statement")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		refused := e.Get("/v1/projects", e.Admin.Key)
+		refused.ExpectError(t, http.StatusTooManyRequests, "too_many_requests", "")
+		if refused.Header.Get("Retry-After") != "1" {
+			t.Errorf("429 for the database share: Retry-After %q, want 1", refused.Header.Get("Retry-After"))
+		}
+		if n := refusals(t, m, "database_share"); n != 1 {
+			t.Errorf("database_share refusals: %v, want 1", n)
+		}
+		// Globex is served meanwhile, and Acme's held request once it ends.
+		e.Get("/v1/projects", e.Other.Key).ExpectStatus(t, http.StatusOK)
+		close(release)
+		if code := <-held; code != http.StatusOK {
+			t.Errorf("the held request: %d", code)
+		}
+	})
+}
+
+// refusals is the worktrack_refusals_total of reason that m serves.
+func refusals(t *testing.T, m *metrics.Metrics, reason string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	prefix := `worktrack_refusals_total{reason="` + reason + `"} `
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no refusals sample for %s", reason)
+	return 0
+}

@@ -1,0 +1,200 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
+)
+
+// endless is a statement that runs until it is stopped: PostgreSQL sleeps
+// for an hour; SQLite counts for ever, checking its context row by row as
+// the task lists and counts do (worktrack_live).
+func endless(db *store.DB) (string, []any) {
+	if db.Dialect() == store.DialectPostgres {
+		return "SELECT count(*) FROM (SELECT pg_sleep(3600)) AS s", nil
+	}
+	return "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE worktrack_live(?)) SELECT count(*) FROM c",
+		[]any{store.LiveArg}
+}
+
+// runningEndless counts the endless statements PostgreSQL is running (0 on
+// SQLite, which has no such view: there the statement's return shows it
+// stopped).
+func runningEndless(t *testing.T, db *store.DB) int {
+	t.Helper()
+	if db.Dialect() != store.DialectPostgres {
+		return 0
+	}
+	var n int
+	if err := db.Gorm().Raw(`SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND datname = current_database()
+		AND query LIKE '%pg_sleep(3600)%' AND query NOT LIKE '%pg_stat_activity%'`).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitGone waits until PostgreSQL runs no endless statement any more.
+func waitGone(t *testing.T, db *store.DB) {
+	t.Helper()
+	for i := 0; runningEndless(t, db) > 0; i++ {
+		if i == 500 {
+			t.Fatal("the stopped statement still runs on the server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An API statement past its deadline is stopped, on the server too, and
+// reads as statement_timeout (503 service_unavailable, counted by its
+// limit); one whose context ends (its client went away) is stopped as
+// well; a statement under no scope (the dispatcher's, the administration
+// commands') has no deadline.
+func TestStatementDeadline(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		db.SetBudget(store.Budget{StatementTimeout: 300 * time.Millisecond})
+		q, args := endless(db)
+		ctx := ports.WithDBScope(context.Background(), "wsp_a")
+		_, err := db.ReadCount(ctx, q, args...)
+		e, ok := domain.AsError(err)
+		if !ok || e.Code != domain.CodeUnavailable || e.Limit != domain.LimitStatementTime {
+			t.Fatalf("a statement past its deadline: %v, want service_unavailable naming statement_timeout", err)
+		}
+		waitGone(t, db)
+
+		// A client that goes away: no deadline, the context's end stops it.
+		db.SetBudget(store.Budget{})
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := db.ReadCount(cctx, q, args...)
+			done <- err
+		}()
+		for i := 0; db.Dialect() == store.DialectPostgres && runningEndless(t, db) == 0; i++ {
+			if i == 500 {
+				t.Fatal("the statement never started")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("a cancelled statement returned no error")
+		} else if e, ok := domain.AsError(err); ok && e.Limit == domain.LimitStatementTime {
+			t.Fatalf("a client's going away read as the deadline: %v", err)
+		}
+		waitGone(t, db)
+
+		// Under no scope the deadline does not apply.
+		db.SetBudget(store.Budget{StatementTimeout: time.Nanosecond})
+		if n, err := db.ReadCount(context.Background(), "SELECT count(*) FROM workspaces"); err != nil || n < 0 {
+			t.Fatalf("an unscoped statement: %d, %v", n, err)
+		}
+		if _, err := db.ReadCount(ctx, "SELECT count(*) FROM workspaces"); err == nil {
+			t.Fatal("a scoped statement ran past a deadline of 1ns")
+		}
+	})
+}
+
+// One workspace's statements hold at most its share of the connections:
+// beyond it they wait in its own queue, and beyond the queue (or after
+// waiting the statement timeout) they are refused naming database_share,
+// while another workspace's statements run.
+func TestWorkspaceShareOfTheDatabase(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		if db.MaxOpenConns() < 3 {
+			t.Skip("needs a pool of 3")
+		}
+		db.SetBudget(store.Budget{StatementTimeout: time.Hour, WorkspaceShare: 1, WorkspaceQueue: 1})
+		q, args := endless(db)
+		a := ports.WithDBScope(context.Background(), "wsp_a")
+		b := ports.WithDBScope(context.Background(), "wsp_b")
+		holding, cancelHolding := context.WithCancel(a)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = db.ReadCount(holding, q, args...)
+		}()
+		for i := 0; db.Holding("wsp_a") == 0; i++ {
+			if i == 500 {
+				t.Fatal("the statement never started")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// A's next statement queues behind the first.
+		queued := make(chan error, 1)
+		go func() {
+			_, err := db.ReadCount(a, "SELECT count(*) FROM workspaces")
+			queued <- err
+		}()
+		waitQueued(t, db, "wsp_a", 1)
+		// The next finds A's queue full: refused at once, naming the limit.
+		_, err := db.ReadCount(a, "SELECT count(*) FROM workspaces")
+		if e, ok := domain.AsError(err); !ok || e.Code != domain.CodeTooManyRequests || e.Limit != domain.LimitDatabaseShare {
+			t.Fatalf("over the share and the queue: %v, want too_many_requests naming database_share", err)
+		}
+		// B is served meanwhile, statements and transactions.
+		if _, err := db.ReadCount(b, "SELECT count(*) FROM workspaces"); err != nil {
+			t.Fatalf("another workspace: %v", err)
+		}
+		if err := db.InTx(b, func(ctx context.Context) error {
+			_, err := db.ReadCount(ctx, "SELECT count(*) FROM workspaces")
+			return err
+		}); err != nil {
+			t.Fatalf("another workspace's transaction: %v", err)
+		}
+		select {
+		case err := <-queued:
+			t.Fatalf("A's queued statement ran while A's share was held: %v", err)
+		default:
+		}
+		// A's slot freed, its queued statement runs.
+		cancelHolding()
+		wg.Wait()
+		if err := <-queued; err != nil {
+			t.Fatalf("A's queued statement: %v", err)
+		}
+
+		// A transaction holds one slot from its start to its end, and a
+		// statement waits for one at most the statement timeout.
+		db.SetBudget(store.Budget{StatementTimeout: 200 * time.Millisecond, WorkspaceShare: 1, WorkspaceQueue: 5})
+		inTx, release := make(chan struct{}), make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = db.InTx(a, func(context.Context) error {
+				close(inTx)
+				<-release
+				return nil
+			})
+		}()
+		<-inTx
+		_, err = db.ReadCount(a, "SELECT count(*) FROM workspaces")
+		if e, ok := domain.AsError(err); !ok || e.Code != domain.CodeTooManyRequests || e.Limit != domain.LimitDatabaseShare {
+			t.Fatalf("waiting past the statement timeout: %v, want too_many_requests naming database_share", err)
+		}
+		close(release)
+		wg.Wait()
+		if _, err := db.ReadCount(a, "SELECT count(*) FROM workspaces"); err != nil {
+			t.Fatalf("after the transaction: %v", err)
+		}
+	})
+}
+
+// waitQueued waits until n statements of the workspace wait for its share.
+func waitQueued(t *testing.T, db *store.DB, workspaceID string, n int) {
+	t.Helper()
+	for i := 0; db.Waiting(workspaceID) != n; i++ {
+		if i == 500 {
+			t.Fatalf("%d statements never queued", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
