@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +108,29 @@ func TestSocketsPerKeyAreCapped(t *testing.T) {
 	}
 	again := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
 	again.ack()
+}
+
+// A user's keys share the user's sockets: with five keys of one user, the
+// user's 21st socket closes with 4429 whichever key it carries, while
+// another user of the workspace connects.
+func TestSocketsPerUserAreCapped(t *testing.T) {
+	t.Parallel()
+	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
+	keys := make([]string, 5)
+	for i := range keys {
+		keys[i] = e.KeyFor(e.Guest.User, nil, nil)
+	}
+	for i := range server.MaxSocketsPerUser {
+		c := dialWS(t, e.URL, nil, bearer(keys[i%len(keys)]))
+		c.ack()
+	}
+	over := dialWS(t, e.URL, nil, bearer(e.KeyFor(e.Guest.User, nil, nil)))
+	code, reason := over.closed(10 * time.Second)
+	if code != server.CloseTooManyRequests || !strings.Contains(reason, "user") {
+		t.Fatalf("the user's 21st socket closed with %d %q, want 4429 naming the user", code, reason)
+	}
+	other := dialWS(t, e.URL, nil, bearer(e.Member.Key))
+	other.ack()
 }
 
 // A socket that sends no connection_init in time is closed with 4408.

@@ -42,6 +42,12 @@ type Options struct {
 	Limiter    edgeport.RateLimiter
 	RateLimit  int           // requests per key per window (default 600)
 	RateWindow time.Duration // default 60s
+	// UserRateLimit bounds the requests of all of one user's keys
+	// together per window (default RateLimit), WorkspaceRateLimit those of
+	// all of one workspace's (default 10 × RateLimit): minting keys buys
+	// no more requests.
+	UserRateLimit      int
+	WorkspaceRateLimit int
 	// AuthFailureLimit failed authentications from one address within
 	// AuthFailureWindow (opened at the first failure) block that address
 	// until the window closes. Defaults 20 and 60s.
@@ -82,6 +88,12 @@ func (o *Options) defaults() {
 	}
 	if o.RateWindow <= 0 {
 		o.RateWindow = time.Minute
+	}
+	if o.UserRateLimit <= 0 {
+		o.UserRateLimit = o.RateLimit
+	}
+	if o.WorkspaceRateLimit <= 0 {
+		o.WorkspaceRateLimit = 10 * o.RateLimit
 	}
 	if o.AuthFailureLimit <= 0 {
 		o.AuthFailureLimit = 20

@@ -178,24 +178,53 @@ func (s *Edge) resolveKey(ctx context.Context, addr, secret string) (domain.Acto
 	return domain.Actor{}, time.Time{}, err
 }
 
-// rateLimit counts the request against its key's window and reports the
-// window in both the X-RateLimit-* and the IETF draft headers.
+// rateLimit counts the request against its key's, its user's and its
+// workspace's windows and reports the tightest of them in both the
+// X-RateLimit-* and the IETF draft headers.
 func (s *Edge) rateLimit(c *gin.Context, render Renderer) {
-	actor := Actor(c)
 	now := s.opts.Clock.Now()
-	d, err := s.opts.Limiter.Take(c.Request.Context(), "key:"+actor.KeyID, s.opts.RateLimit, s.opts.RateWindow, now)
+	d, window, refusal, err := s.takeRequest(c.Request.Context(), Actor(c), now)
 	if err != nil {
 		Logger(c).Debug("rate limiter unavailable", "error", err.Error())
 		c.Next()
 		return
 	}
-	setRateLimitHeaders(c.Writer.Header(), d, s.opts.RateWindow, now)
-	if !d.Allowed {
+	setRateLimitHeaders(c.Writer.Header(), d, window, now)
+	if refusal != nil {
 		setRetryAfter(c, d.Reset, now)
-		render.Abort(c, errRateLimited())
+		render.Abort(c, refusal)
 		return
 	}
 	c.Next()
+}
+
+// takeRequest counts one request of a against the windows of its key, its
+// user and its workspace, in that order, stopping at the first that
+// refuses it. It returns the tightest decision (the refusing one, else the
+// one with the fewest requests left), its window, and the refusal.
+func (s *Edge) takeRequest(ctx context.Context, a domain.Actor, now time.Time) (edgeport.RateDecision, time.Duration, *domain.Error, error) {
+	var tightest edgeport.RateDecision
+	for i, w := range [3]struct {
+		key   string
+		limit int
+		who   string
+	}{
+		{"key:" + a.KeyID, s.opts.RateLimit, "this API key"},
+		{"user:" + a.UserID, s.opts.UserRateLimit, "this API key's user, all its keys together"},
+		{"workspace:" + a.WorkspaceID, s.opts.WorkspaceRateLimit, "this workspace, all its keys together"},
+	} {
+		d, err := s.opts.Limiter.Take(ctx, w.key, w.limit, s.opts.RateWindow, now)
+		if err != nil {
+			return edgeport.RateDecision{}, 0, nil, err
+		}
+		if i == 0 || !d.Allowed || d.Remaining < tightest.Remaining {
+			tightest = d
+		}
+		if !d.Allowed {
+			return d, s.opts.RateWindow, errRateLimited(w.who), nil
+		}
+	}
+	return tightest, s.opts.RateWindow, nil, nil
 }
 
 // The rate-limit headers' names, in the form net/http writes them
@@ -234,22 +263,22 @@ func setRateLimitHeaders(h http.Header, d edgeport.RateDecision, window time.Dur
 	h[headerRateLimit] = vals[4:5:5]
 }
 
-func errRateLimited() *domain.Error {
-	return domain.Refusal(wire.CodeTooManyRequests, domain.LimitRate, "Too many requests for this API key. Retry after the time in the Retry-After header.")
+func errRateLimited(who string) *domain.Error {
+	return domain.Refusal(wire.CodeTooManyRequests, domain.LimitRate,
+		"Too many requests for %s. Retry after the time in the Retry-After header.", who)
 }
 
-// TakeRequest counts one request of the key against its rate limit, as the
-// API chain does, for what does not pass through the chain (a subscribe
-// over WebSocket): too_many_requests past the limit. A limiter outage fails
-// open.
-func (s *Edge) TakeRequest(ctx context.Context, keyID string) error {
-	d, err := s.opts.Limiter.Take(ctx, "key:"+keyID, s.opts.RateLimit, s.opts.RateWindow, s.opts.Clock.Now())
+// TakeRequest counts one request of a against its rate limits, as the API
+// chain does, for what does not pass through the chain (a subscribe over
+// WebSocket): too_many_requests past a limit. A limiter outage fails open.
+func (s *Edge) TakeRequest(ctx context.Context, a domain.Actor) error {
+	_, _, refusal, err := s.takeRequest(ctx, a, s.opts.Clock.Now())
 	if err != nil {
 		s.opts.Logger.Debug("rate limiter unavailable", "error", err.Error())
 		return nil
 	}
-	if !d.Allowed {
-		return errRateLimited()
+	if refusal != nil {
+		return refusal
 	}
 	return nil
 }

@@ -129,6 +129,46 @@ func TestRateLimit(t *testing.T) {
 	})
 }
 
+// A user's keys share the user's window and a workspace's keys the
+// workspace's: five keys of one user get no more requests than one, and a
+// workspace's users together no more than its limit, while another
+// workspace is served.
+func TestRateLimitPerUserAndWorkspace(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db, func(o *httpedge.Options) {
+			o.RateLimit, o.WorkspaceRateLimit, o.RateWindow = 3, 5, 10*time.Second
+		})
+		keys := make([]string, 5)
+		for i := range keys {
+			keys[i] = e.KeyFor(e.Member.User, nil, nil)
+		}
+		for i := range 3 {
+			res := e.Get("/v1/users/me", keys[i])
+			res.ExpectStatus(t, http.StatusOK)
+			if got := res.Header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(2-i) {
+				t.Fatalf("request %d of the user: remaining %s, want the user's %d", i+1, got, 2-i)
+			}
+		}
+		over := e.Get("/v1/users/me", keys[3])
+		over.ExpectError(t, http.StatusTooManyRequests, "too_many_requests", "")
+		if !strings.Contains(over.ErrorField("message"), "user") || over.Header.Get("Retry-After") == "" {
+			t.Fatalf("the user's 4th request through a 4th key: %s %v", over.Body, over.Header)
+		}
+		// The workspace has had 3 of its 5; another user takes the rest.
+		e.Get("/v1/users/me", e.Admin.Key).ExpectStatus(t, http.StatusOK)
+		e.Get("/v1/users/me", e.Admin.Key).ExpectStatus(t, http.StatusOK)
+		full := e.Get("/v1/users/me", e.Guest.Key)
+		full.ExpectError(t, http.StatusTooManyRequests, "too_many_requests", "")
+		if !strings.Contains(full.ErrorField("message"), "workspace") {
+			t.Fatalf("a request past the workspace's window: %s", full.Body)
+		}
+		e.Get("/v1/users/me", e.Other.Key).ExpectStatus(t, http.StatusOK)
+		e.Clock.Advance(10 * time.Second)
+		e.Get("/v1/users/me", keys[4]).ExpectStatus(t, http.StatusOK)
+	})
+}
+
 // After 20 failed authentications from one address, that address gets 429
 // for every key that does not authenticate, until the window closes; a
 // valid key from it passes all the same (many clients share one address

@@ -19,12 +19,17 @@ import (
 // Config is the whole configuration; it comes from the environment only
 // (docs/api.md#running-it, README.md#configuration).
 type Config struct {
-	Addr             string
-	DatabaseURL      string
-	RedisURL         string
-	RateLimit        int
-	RateWindow       time.Duration
-	AuthFailureLimit int
+	Addr        string
+	DatabaseURL string
+	RedisURL    string
+	RateLimit   int
+	RateWindow  time.Duration
+	// UserRateLimit and WorkspaceRateLimit bound the requests of all of a
+	// user's, or a workspace's, keys together (0: RateLimit and 10 ×
+	// RateLimit).
+	UserRateLimit      int
+	WorkspaceRateLimit int
+	AuthFailureLimit   int
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client (addresses or CIDRs; none by default).
 	TrustedProxies      []string
@@ -76,6 +81,8 @@ const configHelp = `Configuration comes from the environment only:
   REDIS_URL                         redis://… shares rate-limit counters between replicas (default: in process)
   WORKTRACK_RATE_LIMIT              requests per API key per window (default 600)
   WORKTRACK_RATE_WINDOW             the rate-limit window (default 60s)
+  WORKTRACK_USER_RATE_LIMIT         requests per user per window, all its keys together (default: WORKTRACK_RATE_LIMIT)
+  WORKTRACK_WORKSPACE_RATE_LIMIT    requests per workspace per window, all its keys together (default: 10 × WORKTRACK_RATE_LIMIT)
   WORKTRACK_AUTH_FAILURE_LIMIT      failed authentications per client address per 60s before 429 (default 20)
   WORKTRACK_TRUSTED_PROXIES         proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For names the client (default none)
   WORKTRACK_TLS_CERT, _TLS_KEY      serve HTTPS with this certificate and key (both or neither)
@@ -230,6 +237,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		RedisURL:            e.str("REDIS_URL", ""),
 		RateLimit:           e.positiveInt("WORKTRACK_RATE_LIMIT", 600),
 		RateWindow:          e.duration("WORKTRACK_RATE_WINDOW", time.Minute),
+		UserRateLimit:       e.positiveInt("WORKTRACK_USER_RATE_LIMIT", 0),
+		WorkspaceRateLimit:  e.positiveInt("WORKTRACK_WORKSPACE_RATE_LIMIT", 0),
 		AuthFailureLimit:    e.positiveInt("WORKTRACK_AUTH_FAILURE_LIMIT", 20),
 		TrustedProxies:      e.prefixes("WORKTRACK_TRUSTED_PROXIES"),
 		TLSCert:             e.str("WORKTRACK_TLS_CERT", ""),

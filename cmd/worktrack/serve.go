@@ -87,14 +87,16 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 
 	// One HTTP edge, and the two APIs side by side on it.
 	edge, sockets := wiring.HTTP(a, db, httpedge.Options{
-		Logger:           log,
-		Limiter:          limiter,
-		RateLimit:        cfg.RateLimit,
-		RateWindow:       cfg.RateWindow,
-		AuthFailureLimit: cfg.AuthFailureLimit,
-		TrustedProxies:   cfg.TrustedProxies,
-		Ready:            db.Ping,
-		Observer:         m,
+		Logger:             log,
+		Limiter:            limiter,
+		RateLimit:          cfg.RateLimit,
+		UserRateLimit:      cfg.UserRateLimit,
+		WorkspaceRateLimit: cfg.WorkspaceRateLimit,
+		RateWindow:         cfg.RateWindow,
+		AuthFailureLimit:   cfg.AuthFailureLimit,
+		TrustedProxies:     cfg.TrustedProxies,
+		Ready:              db.Ping,
+		Observer:           m,
 	}, server.Options{
 		MaxComplexity: cfg.GraphQLComplexity,
 		MaxDepth:      cfg.GraphQLDepth,

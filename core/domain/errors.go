@@ -47,22 +47,25 @@ type Error struct {
 
 // The shared limits a refusal can name (Error.Limit).
 const (
-	LimitAuthFailures   = "auth_failures"          // failed authentications from one address
-	LimitRate           = "rate_limit"             // a key's requests per window
-	LimitGraphQLCost    = "graphql_cost"           // an operation's complexity, depth or text
-	LimitSubscriptions  = "subscriptions_per_key"  // a key's subscriptions
-	LimitSockets        = "sockets_per_key"        // a key's open WebSockets
-	LimitPendingSockets = "pending_sockets"        // an address's sockets waiting for connection_init
-	LimitSocketInit     = "socket_init_timeout"    // a socket that sent no connection_init
-	LimitWebhooks       = "webhooks_per_workspace" // a workspace's webhooks
-	LimitAPIKeys        = "api_keys_per_user"      //nolint:gosec // a limit's name, not a credential
-	LimitStatementTime  = "statement_timeout"      // a request's database statement past its deadline
-	LimitDatabaseShare  = "database_share"         // a workspace's share of the database connections
+	LimitAuthFailures   = "auth_failures"         // failed authentications from one address
+	LimitRate           = "rate_limit"            // a key's requests per window
+	LimitGraphQLCost    = "graphql_cost"          // an operation's complexity, depth or text
+	LimitSubscriptions  = "subscriptions_per_key" // a key's subscriptions
+	LimitSockets        = "sockets_per_key"       // a key's open WebSockets
+	LimitSocketsPerUser = "sockets_per_user"      // a user's open WebSockets, all its keys'
+	// LimitSocketsPerWorkspace: a workspace's open WebSockets.
+	LimitSocketsPerWorkspace = "sockets_per_workspace"
+	LimitPendingSockets      = "pending_sockets"        // an address's sockets waiting for connection_init
+	LimitSocketInit          = "socket_init_timeout"    // a socket that sent no connection_init
+	LimitWebhooks            = "webhooks_per_workspace" // a workspace's webhooks
+	LimitAPIKeys             = "api_keys_per_user"      //nolint:gosec // a limit's name, not a credential
+	LimitStatementTime       = "statement_timeout"      // a request's database statement past its deadline
+	LimitDatabaseShare       = "database_share"         // a workspace's share of the database connections
 )
 
 // Limits lists every limit a refusal can name.
 var Limits = []string{
-	LimitAuthFailures, LimitRate, LimitGraphQLCost, LimitSubscriptions, LimitSockets,
+	LimitAuthFailures, LimitRate, LimitGraphQLCost, LimitSubscriptions, LimitSockets, LimitSocketsPerUser, LimitSocketsPerWorkspace,
 	LimitPendingSockets, LimitSocketInit, LimitWebhooks, LimitAPIKeys, LimitStatementTime, LimitDatabaseShare,
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph"
 )
 
@@ -29,9 +30,11 @@ import (
 // Subscriptions are not held: their response handler waits for the next
 // event, and holding budget while waiting would starve everything else.
 //
-// One API key holds at most half the capacity at once: its further
-// operations wait on a share of its own, so that one key's near-limit
-// queries never hold the whole process while other keys' operations wait.
+// One API key, one user and one workspace each hold at most half the
+// capacity at once: their further operations wait on a share of their
+// own, so that one key's near-limit queries never hold the whole process
+// while other keys' operations wait, and a user's many keys (or a
+// workspace's many users) hold no more than one.
 type workBudget struct {
 	sem      *semaphore.Weighted
 	capacity int64
@@ -66,7 +69,7 @@ func (b workBudget) InterceptResponse(ctx context.Context, next graphql.Response
 		weight = min(max(int64(stats.Complexity), 1), b.capacity)
 	}
 	who, _ := graph.CallerOf(ctx)
-	release, err := b.keys.acquire(ctx, who.Actor.KeyID, weight)
+	release, err := b.keys.acquireAll(ctx, weight, shareNames(who.Actor)...)
 	if err == nil {
 		if err = b.sem.Acquire(ctx, weight); err != nil {
 			release()
@@ -92,6 +95,36 @@ type keyShares struct {
 type keyShare struct {
 	sem   *semaphore.Weighted
 	users int // operations holding or waiting for sem
+}
+
+// shareNames are the shares an actor's operations take, in the one order
+// every operation takes them: its key's, its user's and its workspace's,
+// so that minting keys, or users, buys no more of the budget.
+func shareNames(a domain.Actor) []string {
+	if a.KeyID == "" {
+		return nil
+	}
+	return []string{"key:" + a.KeyID, "user:" + a.UserID, "workspace:" + a.WorkspaceID}
+}
+
+// acquireAll takes weight of each named share in order, waiting until ctx
+// ends, and returns the release of them all.
+func (k *keyShares) acquireAll(ctx context.Context, weight int64, names ...string) (func(), error) {
+	releases := make([]func(), 0, len(names))
+	release := func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
+		}
+	}
+	for _, name := range names {
+		r, err := k.acquire(ctx, name, weight)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	return release, nil
 }
 
 // acquire takes weight (at most the share's capacity) of key's share,

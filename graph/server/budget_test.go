@@ -120,7 +120,47 @@ func TestWorkBudgetWaitEndsWithTheRequest(t *testing.T) {
 
 // keyed is operation run for an API key.
 func keyed(kind ast.Operation, complexity int, key string) context.Context {
-	return graph.WithCaller(operation(kind, complexity), nil, graph.Caller{Actor: domain.Actor{KeyID: key}}, time.Millisecond)
+	return as(kind, complexity, domain.Actor{KeyID: key, UserID: "usr_" + key, WorkspaceID: "wsp_" + key})
+}
+
+// as is an operation of the actor.
+func as(kind ast.Operation, complexity int, a domain.Actor) context.Context {
+	return graph.WithCaller(operation(kind, complexity), nil, graph.Caller{Actor: a}, time.Millisecond)
+}
+
+// A user's keys share the user's half of the budget, and a workspace's
+// users the workspace's: minting keys or users buys no more of it, while
+// another workspace's operations run.
+func TestWorkBudgetGivesNoUserOrWorkspaceMoreThanHalf(t *testing.T) {
+	for name, second := range map[string]domain.Actor{
+		"another key of the user":       {KeyID: "key_A2", UserID: "usr_A", WorkspaceID: "wsp_A"},
+		"another user of the workspace": {KeyID: "key_B", UserID: "usr_B", WorkspaceID: "wsp_A"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := newWorkBudget(100)
+			first := domain.Actor{KeyID: "key_A1", UserID: "usr_A", WorkspaceID: "wsp_A"}
+			in1, out1, done1, _ := run(as(ast.Query, 45, first), b)
+			mustEnter(t, in1, "the first query")
+			in2, out2, done2, _ := run(as(ast.Query, 45, second), b)
+			if !waiting(in2) {
+				t.Fatal("the second query ran: one user or workspace would hold 90 of a budget of 100")
+			}
+			inO, outO, doneO, _ := run(keyed(ast.Query, 45, "key_O"), b)
+			mustEnter(t, inO, "another workspace's query")
+			close(outO)
+			close(out1)
+			<-done1
+			mustEnter(t, in2, "the second query, once the first finished")
+			close(out2)
+			<-done2
+			<-doneO
+			b.keys.mu.Lock()
+			defer b.keys.mu.Unlock()
+			if n := len(b.keys.shares); n != 0 {
+				t.Fatalf("%d shares left behind with nothing running", n)
+			}
+		})
+	}
 }
 
 // One key holds at most half the budget: its second near-limit query waits

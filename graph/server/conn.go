@@ -92,17 +92,17 @@ type socket struct {
 	// for its address: many clients share one behind a proxy).
 	pendingAs string
 	gone      chan struct{} // closed when the TCP connection has closed
-	// counted is the key the socket counts against once initialised (set
-	// under Sockets' lock).
-	counted string
+	// counted are the key, user and workspace the socket counts against
+	// once initialised (set under Sockets' lock).
+	counted []string
 
 	mu        sync.Mutex
 	conn      transport.WebsocketConn // gqlgen's, once accepted
 	secret    string                  // its key, once initialised
-	keyID     string
-	role      domain.Role          // its key's user's role at connection_init
-	cancel    context.CancelFunc   // of the socket's context, once initialised
-	code      websocket.StatusCode // set by closeWith
+	who       domain.Actor            // its caller, once initialised
+	role      domain.Role             // its key's user's role at connection_init
+	cancel    context.CancelFunc      // of the socket's context, once initialised
+	code      websocket.StatusCode    // set by closeWith
 	reason    string
 	initTimer *time.Timer
 }
@@ -114,7 +114,7 @@ func newSocket(c *gin.Context, edge *httpedge.Edge, initTimeout, writeTimeout ti
 // initTimedOut closes a socket that sent no connection_init in time.
 func (s *socket) initTimedOut() {
 	s.mu.Lock()
-	initialised := s.keyID != ""
+	initialised := s.who.KeyID != ""
 	s.mu.Unlock()
 	if initialised {
 		return
@@ -215,12 +215,12 @@ func (s *socket) charge(data []byte) bool {
 		return true
 	}
 	s.mu.Lock()
-	key := s.keyID
+	who := s.who
 	s.mu.Unlock()
-	if key == "" {
+	if who.KeyID == "" {
 		return true
 	}
-	err := s.edge.TakeRequest(context.Background(), key)
+	err := s.edge.TakeRequest(context.Background(), who)
 	if err == nil {
 		return true
 	}

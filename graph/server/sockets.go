@@ -19,7 +19,7 @@ type Sockets struct {
 	keyCheck time.Duration // how often open sockets' keys are resolved again
 	mu       sync.Mutex
 	open     map[*socket]struct{}
-	perKey   map[string]int // initialised sockets by API key
+	held     map[string]int // initialised sockets by key, user and workspace (socketHolders)
 	pending  map[string]int // sockets before connection_init by socket.pendingAs
 	closed   bool
 	done     sync.WaitGroup // one per socket, until its TCP connection closed
@@ -29,7 +29,7 @@ type Sockets struct {
 
 func newSockets(auth *app.Auth, keyCheck time.Duration) *Sockets {
 	return &Sockets{
-		auth: auth, keyCheck: keyCheck, open: map[*socket]struct{}{}, perKey: map[string]int{}, pending: map[string]int{},
+		auth: auth, keyCheck: keyCheck, open: map[*socket]struct{}{}, held: map[string]int{}, pending: map[string]int{},
 		stop: make(chan struct{}),
 	}
 }
@@ -96,19 +96,44 @@ func (ss *Sockets) add(s *socket) error {
 	return nil
 }
 
-// initialised counts s, whose connection_init authenticated keyID, against
-// its key rather than its address; false when the key holds
-// MaxSocketsPerKey sockets already.
-func (ss *Sockets) initialised(s *socket, keyID string) bool {
+// socketHolder is what an initialised socket counts against, and the most
+// sockets it may hold.
+type socketHolder struct {
+	name  string // "key:…", "user:…" or "workspace:…"
+	max   int
+	limit string // the refusal's limit
+	what  string // in the refusal's message
+}
+
+// socketHolders are a's: its key, its user and its workspace, so that
+// minting keys buys no more sockets.
+func socketHolders(a domain.Actor) [3]socketHolder {
+	return [3]socketHolder{
+		{"key:" + a.KeyID, MaxSocketsPerKey, domain.LimitSockets, "This API key"},
+		{"user:" + a.UserID, MaxSocketsPerUser, domain.LimitSocketsPerUser, "This API key's user"},
+		{"workspace:" + a.WorkspaceID, MaxSocketsPerWorkspace, domain.LimitSocketsPerWorkspace, "This workspace"},
+	}
+}
+
+// initialised counts s, whose connection_init authenticated a, against
+// a's key, user and workspace rather than its address; too_many_requests
+// naming the first of them that holds its most sockets already.
+func (ss *Sockets) initialised(s *socket, a domain.Actor) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.perKey[keyID] >= MaxSocketsPerKey {
-		return false
+	holders := socketHolders(a)
+	for _, h := range holders {
+		if ss.held[h.name] >= h.max {
+			return domain.Refusal(domain.CodeTooManyRequests, h.limit,
+				"%s holds %d open WebSockets already, the most it may. Close one before you open another.", h.what, h.max)
+		}
 	}
-	ss.perKey[keyID]++
+	for _, h := range holders {
+		ss.held[h.name]++
+		s.counted = append(s.counted, h.name)
+	}
 	ss.forgetPending(s.pendingAs)
-	s.counted = keyID
-	return true
+	return nil
 }
 
 func (ss *Sockets) forgetPending(as string) {
@@ -121,9 +146,11 @@ func (ss *Sockets) forgetPending(as string) {
 func (ss *Sockets) remove(s *socket) {
 	ss.mu.Lock()
 	delete(ss.open, s)
-	if key := s.counted; key != "" {
-		if ss.perKey[key]--; ss.perKey[key] <= 0 {
-			delete(ss.perKey, key)
+	if len(s.counted) > 0 {
+		for _, name := range s.counted {
+			if ss.held[name]--; ss.held[name] <= 0 {
+				delete(ss.held, name)
+			}
 		}
 	} else {
 		ss.forgetPending(s.pendingAs)

@@ -38,6 +38,11 @@ const (
 	// MaxSocketsPerKey is the most open sockets one API key holds; the next
 	// connection_init closes its socket with 4429.
 	MaxSocketsPerKey = 20
+	// MaxSocketsPerUser is the most open sockets one user's keys hold
+	// together, MaxSocketsPerWorkspace one workspace's; the next
+	// connection_init closes its socket with 4429.
+	MaxSocketsPerUser      = 20
+	MaxSocketsPerWorkspace = 100
 	// MaxPendingSocketsPerAddress is the most sockets one client address
 	// holds before their connection_init; the next upgrade is refused 429.
 	MaxPendingSocketsPerAddress = 20
@@ -138,8 +143,9 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 
 // init authenticates connection_init: the payload's "authorization" member
 // (any case), else the upgrade request's Authorization header. A refused key
-// closes the socket with 4403, a key that holds MaxSocketsPerKey sockets
-// already with 4429; then, while the socket is open, the key is resolved
+// closes the socket with 4403, a key, user or workspace that holds its
+// most sockets already (MaxSocketsPerKey, …PerUser, …PerWorkspace) with
+// 4429; then, while the socket is open, the key is resolved
 // again every Options.KeyCheckInterval and the socket closed with 4403 once it no longer
 // resolves (revoked, expired): Sockets.watchKeys.
 func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
@@ -153,9 +159,8 @@ func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.
 	}
 	secret := httpedge.Bearer(header)
 	who, err := h.edge.Authenticate(ctx, s.gin.ClientIP(), secret)
-	if err == nil && !h.sockets.initialised(s, who.KeyID) {
-		err = domain.Refusal(domain.CodeTooManyRequests, domain.LimitSockets,
-			"This API key holds %d open WebSockets already, the most it may. Close one before you open another.", MaxSocketsPerKey)
+	if err == nil {
+		err = h.sockets.initialised(s, who)
 	}
 	if err != nil {
 		e := httpedge.PublicError(s.gin, err)
@@ -173,7 +178,7 @@ func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.cancel, s.secret, s.keyID, s.role = cancel, secret, who.KeyID, who.Role
+	s.cancel, s.secret, s.who, s.role = cancel, secret, who, who.Role
 	s.stopInitTimer()
 	s.mu.Unlock()
 	return graph.WithCaller(ctx, h.app, caller(s.gin, who), wsLoaderWait), nil, nil
