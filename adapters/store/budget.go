@@ -35,11 +35,16 @@ type Budget struct {
 
 // DefaultBudget is the budget of a pool of maxOpen connections: statements
 // stop after 5 s, and one workspace holds at most a quarter of the pool
-// (at least 2), with four times as many waiting.
+// (at least 2), with up to QueueFor(share) more waiting.
 func DefaultBudget(maxOpen int) Budget {
 	share := max((maxOpen+3)/4, 2)
-	return Budget{StatementTimeout: 5 * time.Second, WorkspaceShare: share, WorkspaceQueue: 4 * share}
+	return Budget{StatementTimeout: 5 * time.Second, WorkspaceShare: share, WorkspaceQueue: QueueFor(share)}
 }
+
+// QueueFor is the queue of a workspace's share: 64 statements, or eight
+// per slot of a larger share. A busy integration's 32 concurrent requests
+// wait their turn; only a flood beyond any client's need is refused.
+func QueueFor(share int) int { return max(64, 8*share) }
 
 // MaxOpenConns is the size of the connection pool.
 func (db *DB) MaxOpenConns() int { return db.sql.Stats().MaxOpenConnections }

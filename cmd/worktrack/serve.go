@@ -159,7 +159,7 @@ func openServeStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.D
 	b := store.DefaultBudget(db.MaxOpenConns())
 	b.StatementTimeout = cfg.DBStatementTimeout
 	if cfg.DBWorkspaceShare > 0 {
-		b.WorkspaceShare, b.WorkspaceQueue = cfg.DBWorkspaceShare, 4*cfg.DBWorkspaceShare
+		b.WorkspaceShare, b.WorkspaceQueue = cfg.DBWorkspaceShare, store.QueueFor(cfg.DBWorkspaceShare)
 	}
 	db.SetBudget(b)
 	return db, nil
