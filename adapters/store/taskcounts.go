@@ -25,7 +25,7 @@ func (s *TaskStore) CountTasks(ctx context.Context, f ports.TaskFilter, by domai
 	q := taskQuery{dialect: s.db.dialect}
 	q.count(f, by)
 	out := []domain.TaskCount{}
-	err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
+	err := s.db.read(ctx, q.sql.String(), q.readArgs(), func(rows rowScanner) error {
 		for rows.Next() {
 			var (
 				key sql.NullString
@@ -64,7 +64,7 @@ func (s *TaskStore) countFromProjects(ctx context.Context, f ports.TaskFilter, b
 	}
 	var byStatus domain.StatusCounts
 	out := []domain.TaskCount{}
-	err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
+	err := s.db.read(ctx, q.sql.String(), q.readArgs(), func(rows rowScanner) error {
 		for rows.Next() {
 			var (
 				id string

@@ -39,7 +39,7 @@ func (s *TaskStore) findTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 		q.page(f, i)
 		q.write(fmt.Sprintf(") AS page%d", i))
 	}
-	err := s.db.read(ctx, q.sql.String(), q.args, scanTasks(true, func(slot int, t domain.Task) error {
+	err := s.db.read(ctx, q.sql.String(), q.readArgs(), scanTasks(true, func(slot int, t domain.Task) error {
 		if slot < 0 || slot >= len(out) {
 			return fmt.Errorf("row for unknown slot %d", slot)
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
@@ -17,6 +19,24 @@ type taskQuery struct {
 	dialect string
 	sql     strings.Builder
 	args    []any
+	// customPlan: PostgreSQL plans this statement for its own values
+	// (readArgs).
+	customPlan bool
+}
+
+// readArgs are the arguments to read q with. A search on PostgreSQL runs
+// as an unnamed statement (pgx's QueryExecModeExec, one round trip), which
+// the server plans for the words it is given rather than once for any:
+// for a frequent word, a walk of the list's index in order that stops at
+// the page's end; for a rare one, the full-text index's matches, sorted.
+// A prepared statement's generic plan, the same for every word, took the
+// full-text index's every match for each page of a frequent word: the
+// 40th page of "wri ann" read 1,800 rows for its 20.
+func (q *taskQuery) readArgs() []any {
+	if q.customPlan && q.dialect == DialectPostgres {
+		return append([]any{pgx.QueryExecModeExec}, q.args...)
+	}
+	return q.args
 }
 
 func (q *taskQuery) write(s string, args ...any) {
@@ -98,6 +118,7 @@ func (q *taskQuery) search(words []string) {
 			terms[i] = "'" + w + "'"
 		}
 		q.write(" AND search @@ ?::tsquery", strings.Join(terms, " & "))
+		q.customPlan = true
 		return
 	}
 	for i, w := range words {

@@ -143,7 +143,7 @@ func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain
 		}
 		q := taskQuery{dialect: s.db.dialect, args: make([]any, 0, 8)}
 		q.scan(g, -1, r)
-		err := s.db.read(ctx, q.sql.String(), q.args, scanTasks(false, func(_ int, t domain.Task) error {
+		err := s.db.read(ctx, q.sql.String(), q.readArgs(), scanTasks(false, func(_ int, t domain.Task) error {
 			tasks = append(tasks, t)
 			return nil
 		}))
