@@ -17,12 +17,13 @@ import (
 
 // attacks are tenant A's, running until stop.
 type attacks struct {
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	badKeys counter // answers to bad keys sent from B's address
-	graphql counter // answers to A's expensive GraphQL
-	sockets counter // how A's sockets ended, or "open"
-	conns   []*websocket.Conn
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	badKeys  counter // answers to bad keys sent from B's address
+	graphql  counter // answers to A's expensive GraphQL
+	searches counter // answers to A's searches and counts, by attack
+	sockets  counter // how A's sockets ended, or "open"
+	conns    []*websocket.Conn
 }
 
 // expensiveQuery is the costliest GraphQL the default limits admit, near
@@ -38,11 +39,13 @@ var expensiveQuery = func() string {
 	return b.String()
 }()
 
-// startAttacks starts A's four attacks: bad keys at 50 a second from B's
-// address (every client here is 127.0.0.1), the expensive GraphQL at A's
-// rate limit (open loop, up to 8 in flight), the webhook backlog (set up
-// already), and sockets opened until refused.
-func startAttacks(ctx context.Context, base string, a loadkit.Client) *attacks {
+// startAttacks starts A's attacks: bad keys at 50 a second from B's
+// address (every client here is 127.0.0.1), the expensive GraphQL at a
+// key's rate limit through each of A's keys in turn (open loop, up to 8 in
+// flight), the webhook backlog (set up already), sockets opened until
+// refused, and aSearchers loops of costly searches and counts through A's
+// keys.
+func startAttacks(ctx context.Context, base string, a loadkit.Client, keys []loadkit.Client) *attacks {
 	ctx, cancel := context.WithCancel(ctx)
 	x := &attacks{cancel: cancel}
 	bad := loadkit.Client{Base: base, Key: "wtk_" + strings.Repeat("x", 40), HTTP: a.HTTP}
@@ -63,6 +66,7 @@ func startAttacks(ctx context.Context, base string, a loadkit.Client) *attacks {
 	})
 	x.wg.Go(func() {
 		inFlight := make(chan struct{}, 8)
+		next := 0
 		t := time.NewTicker(time.Second / time.Duration(*flagALimit))
 		defer t.Stop()
 		for {
@@ -77,22 +81,27 @@ func startAttacks(ctx context.Context, base string, a loadkit.Client) *attacks {
 				x.graphql.add("skipped: 8 in flight")
 				continue
 			}
+			key := keys[next%len(keys)]
+			next++
 			x.wg.Go(func() {
 				defer func() { <-inFlight }()
-				status, _, err := a.Do(ctx, http.MethodPost, "/graphql", map[string]any{"query": expensiveQuery})
+				status, _, err := key.Do(ctx, http.MethodPost, "/graphql", map[string]any{"query": expensiveQuery})
 				if err == nil {
 					x.graphql.add(fmt.Sprint(status))
 				}
 			})
 		}
 	})
-	x.openSockets(ctx, strings.Replace(base, "http", "ws", 1)+"/graphql", a.Key)
+	x.openSockets(ctx, strings.Replace(base, "http", "ws", 1)+"/graphql", keys)
+	x.startSearches(ctx, keys)
 	return x
 }
 
-// openSockets opens sockets with A's key until one is refused (at most 40).
-func (x *attacks) openSockets(ctx context.Context, url, key string) {
-	for range 40 {
+// openSockets opens sockets with A's keys in turn until one is refused (at
+// most 40).
+func (x *attacks) openSockets(ctx context.Context, url string, keys []loadkit.Client) {
+	for i := range 40 {
+		key := keys[i%len(keys)].Key
 		conn, res, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
 		if res != nil && res.Body != nil {
 			_ = res.Body.Close()

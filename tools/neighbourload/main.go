@@ -4,7 +4,9 @@
 // (a) sends bad keys from B's address, (b) runs the most expensive GraphQL
 // the limits admit, as fast as the server lets it, (c) has 20 webhooks
 // pointing at a receiver that accepts and never answers, with thousands of
-// pending deliveries, and (d) opens WebSockets until refused. It prints B's
+// pending deliveries, (d) opens WebSockets until refused, and (e) runs 16
+// loops of costly searches and counts over 20,000 tasks, all through six
+// keys of two users. It prints B's
 // REST latency and webhook commit-to-receipt latency alone and beside A,
 // the errors B saw, what A's attacks were answered, and the server's peak
 // resident memory, against the targets of docs/performance.md. make load
@@ -41,15 +43,15 @@ var (
 
 // sizes of what the tenants hold.
 type sizes struct {
-	bTasks, aProjects, aTasksPerProject, aHooks, aBacklogTasks int
+	bTasks, aProjects, aTasksPerProject, aHooks, aBacklogTasks, aSearchable int
 }
 
 func main() {
 	flag.Parse()
-	sz := sizes{bTasks: 100, aProjects: 10, aTasksPerProject: 20, aHooks: 20, aBacklogTasks: 200}
+	sz := sizes{bTasks: 100, aProjects: 10, aTasksPerProject: 20, aHooks: 20, aBacklogTasks: 200, aSearchable: 20000}
 	if os.Getenv("LOAD_QUICK") == "1" {
 		*flagDuration = 3 * time.Second
-		sz = sizes{bTasks: 20, aProjects: 5, aTasksPerProject: 10, aHooks: 20, aBacklogTasks: 50}
+		sz = sizes{bTasks: 20, aProjects: 5, aTasksPerProject: 10, aHooks: 20, aBacklogTasks: 50, aSearchable: 2000}
 	}
 	ctx := context.Background()
 	db, err := loadkit.FreshDatabase(ctx, *flagAdminURL, "worktrack_neighbours")
@@ -81,10 +83,13 @@ func main() {
 		sz.aProjects, sz.aTasksPerProject, sz.aHooks, sz.aHooks*sz.aBacklogTasks)
 	blackhole := setUpA(ctx, ca, sz)
 	defer blackhole.Close()
+	logf("setting up A's searches: %d more tasks, %d keys of %d users", sz.aSearchable, aUsers*aKeysPerUser, aUsers)
+	seedSearchable(ctx, db, a.Workspace, sz.aSearchable)
+	keys := mintKeys(*flagBin, db, a, ca)
 
 	logf("B alone for %s", *flagDuration)
 	alone := measureB(ctx, cb, bt)
-	attacks := startAttacks(ctx, srv.Base, ca)
+	attacks := startAttacks(ctx, srv.Base, ca, keys)
 	time.Sleep(2 * time.Second) // the attacks reach their pace
 	logf("B beside A for %s", *flagDuration)
 	profiled := make(chan error, 1)

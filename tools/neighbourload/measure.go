@@ -163,6 +163,7 @@ func report(w io.Writer, alone, with phase, a *attacks, peak int64) (r struct{ n
 		alone.hookLost, alone.creations, with.hookLost, with.creations)
 	fmt.Fprintf(w, "\nA's attacks were answered: bad keys from B's address: %s; expensive GraphQL: %s; sockets: %s\n",
 		a.badKeys.String(), a.graphql.String(), a.sockets.String())
+	fmt.Fprintf(w, "A's searches and counts: %s\n", a.searches.String())
 	fmt.Fprintf(w, "server peak RSS: %.1f MB\n", float64(peak)/1e6)
 	r.noErrors = len(with.restErrs) == 0 && with.hookLost == 0
 	fmt.Fprintf(w, "\ntargets: B sees no 429 and no 5xx: %s; REST p99 within 1.5x of alone: %s (%.2fx); webhook p99 within 2x: %s (%.2fx); RSS under 150 MB: %s (%.1f MB)\n",
