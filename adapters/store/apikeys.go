@@ -109,7 +109,7 @@ func (s *APIKeyStore) FindAPIKeyByHash(ctx context.Context, hash string) (domain
 		       u.name AS u_name, u.role AS u_role, u.created_at AS u_created_at
 		FROM api_keys k
 		JOIN users u ON u.workspace_id = k.workspace_id AND u.id = k.user_id
-		WHERE k.secret_hash = ?`, hash).Scan(&row)
+		WHERE k.secret_hash = ?`, hash).Find(&row) // Find, not Scan: a Query statement, under the budget (budget.go)
 	if res.Error != nil {
 		return domain.APIKey{}, domain.User{}, fmt.Errorf("store: find api key: %w", res.Error)
 	}

@@ -81,7 +81,7 @@ type workspaceShare struct {
 // the deadline.
 func errStatementTimeout(d time.Duration) *domain.Error {
 	return domain.Refusal(domain.CodeUnavailable, domain.LimitStatementTime,
-		"The request's database work ran past its %s deadline and was stopped. Narrow the request (fewer or longer words in q, more filters, smaller pages) or retry later.", d)
+		"The request's database work did not finish within its %s deadline and was stopped. Narrow the request (fewer or longer words in q, more filters, smaller pages) or retry later.", d)
 }
 
 var errDatabaseShare = domain.Refusal(domain.CodeTooManyRequests, domain.LimitDatabaseShare,
@@ -103,7 +103,21 @@ func (db *DB) admit(ctx context.Context) (release func(), err error) {
 	if _, inTx := ctx.Value(txKey{db}).(*gorm.DB); inTx {
 		return func() {}, nil
 	}
+	if _, held := ctx.Value(slotKey{db}).(bool); held {
+		return func() {}, nil
+	}
 	return b.take(ctx, scope.WorkspaceID)
+}
+
+// slotKey marks a context whose statement or transaction holds a slot of
+// its workspace's share: what runs under it (a statement of the
+// transaction on GORM's own handle, a statement GORM nests in another)
+// takes no second one, which could wait for ever on its own holder.
+type slotKey struct{ db *DB }
+
+// holdingSlot is ctx marked as holding a slot of db's budget.
+func (db *DB) holdingSlot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, slotKey{db}, true)
 }
 
 func (b *budget) take(ctx context.Context, workspaceID string) (func(), error) {
@@ -202,13 +216,15 @@ func (db *DB) bound(ctx context.Context, run func(ctx context.Context) error) er
 		return err
 	}
 	defer release()
-	sctx, end := db.deadline(ctx)
+	sctx, end := db.deadline(db.holdingSlot(ctx))
 	return end(run(sctx))
 }
 
 // registerBudget bounds every GORM statement as bound does: the first
 // callback of each processor takes the slot and sets the deadline, the
-// last ends them. Row is left out: its rows are read after its callbacks.
+// last ends them. Row is left out: its rows are read after its callbacks,
+// so Raw(…).Scan is not bounded; the API's statements read with Find or
+// read instead.
 func registerBudget(db *DB) error {
 	type ends struct {
 		release func()
@@ -216,15 +232,22 @@ func registerBudget(db *DB) error {
 	}
 	const key = "worktrack:budget"
 	begin := func(tx *gorm.DB) {
+		// GORM copies Settings into the statements it nests; the ends of
+		// an outer statement are not this one's.
+		tx.Statement.Settings.Delete(key)
 		ctx := tx.Statement.Context
 		release, err := db.admit(ctx)
 		if err != nil {
 			_ = tx.AddError(err)
 			return
 		}
-		sctx, end := db.deadline(ctx)
+		sctx, end := db.deadline(db.holdingSlot(ctx))
+		// A panic between the callbacks skips finish: the deadline's end
+		// still frees the slot, once.
+		release = sync.OnceFunc(release)
+		stop := context.AfterFunc(sctx, release)
 		tx.Statement.Context = sctx
-		tx.Statement.Settings.Store(key, ends{release: release, end: end})
+		tx.Statement.Settings.Store(key, ends{release: func() { stop(); release() }, end: end})
 	}
 	finish := func(tx *gorm.DB) {
 		v, ok := tx.Statement.Settings.LoadAndDelete(key)

@@ -185,6 +185,17 @@ func TestWorkspaceShareOfTheDatabase(t *testing.T) {
 		if _, err := db.ReadCount(a, "SELECT count(*) FROM workspaces"); err != nil {
 			t.Fatalf("after the transaction: %v", err)
 		}
+
+		// What runs inside a transaction, even on GORM's own handle of it
+		// (the advisory lock of a limit's count), takes no second slot:
+		// with a share of one and no queue it would be refused.
+		db.SetBudget(store.Budget{StatementTimeout: time.Minute, WorkspaceShare: 1, WorkspaceQueue: 0})
+		if err := db.InTx(a, func(ctx context.Context) error {
+			_, err := db.Webhooks().CountWebhooks(ctx, "wsp_a")
+			return err
+		}); err != nil {
+			t.Fatalf("a transaction's own statements: %v", err)
+		}
 	})
 }
 

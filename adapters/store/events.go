@@ -167,7 +167,7 @@ func (s *EventStore) FindEvent(ctx context.Context, workspaceID, id string) (dom
 // LastPosition is the highest log position given so far.
 func (s *EventStore) LastPosition(ctx context.Context) (int64, error) {
 	var last int64
-	if err := s.db.conn(ctx).Raw("SELECT last FROM event_sequence WHERE id = 1").Scan(&last).Error; err != nil {
+	if err := s.db.conn(ctx).Raw("SELECT last FROM event_sequence WHERE id = 1").Find(&last).Error; err != nil {
 		return 0, fmt.Errorf("store: last log position: %w", err)
 	}
 	return last, nil

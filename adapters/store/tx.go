@@ -31,6 +31,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 		return err
 	}
 	defer release()
+	ctx = db.holdingSlot(ctx)
 	if db.writeLock != nil {
 		select {
 		case db.writeLock <- struct{}{}:

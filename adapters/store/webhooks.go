@@ -269,7 +269,7 @@ func (s *WebhookStore) deleteWebhook(ctx context.Context, workspaceID, id string
 	if s.db.dialect == DialectPostgres {
 		var ids []string
 		err := s.db.conn(ctx).Raw(`SELECT id FROM webhook_deliveries WHERE workspace_id = ? AND webhook_id = ? AND status = 'pending' FOR UPDATE`,
-			workspaceID, id).Scan(&ids).Error
+			workspaceID, id).Find(&ids).Error // a Query statement, under the budget (budget.go)
 		if err != nil {
 			return fmt.Errorf("store: delete webhook: %w", err)
 		}
