@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -16,7 +17,8 @@ func TestSocketsPerWorkspaceAreCapped(t *testing.T) {
 	for i := range MaxSocketsPerWorkspace {
 		s := &socket{pendingAs: "addr"}
 		ss.pending["addr"]++
-		a := domain.Actor{KeyID: "key_" + string(rune('a'+i/MaxSocketsPerUser)), UserID: "usr_" + string(rune('a'+i/MaxSocketsPerUser)), WorkspaceID: "wsp_A"}
+		n := strconv.Itoa(i / MaxSocketsPerUser)
+		a := domain.Actor{KeyID: "key_" + n, UserID: "usr_" + n, WorkspaceID: "wsp_A"}
 		if err := ss.initialised(s, a); err != nil {
 			t.Fatalf("socket %d: %v", i+1, err)
 		}
@@ -27,7 +29,7 @@ func TestSocketsPerWorkspaceAreCapped(t *testing.T) {
 	if e, ok := domain.AsError(err); !ok || e.Limit != domain.LimitSocketsPerWorkspace || e.Code != domain.CodeTooManyRequests {
 		t.Fatalf("the workspace's socket %d: %v, want too_many_requests naming sockets_per_workspace", MaxSocketsPerWorkspace+1, err)
 	}
-	if err := ss.initialised(&socket{pendingAs: "addr"}, domain.Actor{KeyID: "key_o", UserID: "usr_o", WorkspaceID: "wsp_B"}); err != nil {
+	if err := ss.initialised(&socket{pendingAs: "addr"}, domain.Actor{KeyID: "key_other", UserID: "usr_other", WorkspaceID: "wsp_B"}); err != nil {
 		t.Fatalf("another workspace's socket: %v", err)
 	}
 	ss.open[sockets[0]] = struct{}{}

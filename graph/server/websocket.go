@@ -42,7 +42,7 @@ const (
 	// together, MaxSocketsPerWorkspace one workspace's; the next
 	// connection_init closes its socket with 4429.
 	MaxSocketsPerUser      = 20
-	MaxSocketsPerWorkspace = 100
+	MaxSocketsPerWorkspace = 1000
 	// MaxPendingSocketsPerAddress is the most sockets one client address
 	// holds before their connection_init; the next upgrade is refused 429.
 	MaxPendingSocketsPerAddress = 20

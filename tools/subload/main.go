@@ -44,7 +44,7 @@ var (
 	flagHeap     = flag.String("heap", "", "save the server's heap profile (pprof) with the subscriptions idle to this file")
 )
 
-const perKey = 20 // subscriptions one key may hold
+const perKey = 20 // subscriptions (each its own socket) one key, and one user, may hold
 
 func main() {
 	flag.Parse()
@@ -363,7 +363,9 @@ func freshDatabase(ctx context.Context) string {
 	return u.String()
 }
 
-// provision migrates and makes a workspace, an admin and n keys of it.
+// provision migrates and makes a workspace and n of its admins with a key
+// each: a key, and a user over all its keys, holds at most perKey sockets,
+// so the dashboards are many users' as they would be.
 func provision(bin, dbURL string, n int) []string {
 	cli := func(args ...string) map[string]any {
 		cmd := exec.Command(bin, args...)
@@ -380,9 +382,10 @@ func provision(bin, dbURL string, n int) []string {
 	}
 	cli("migrate")
 	ws := cli("workspace", "create", "--name", "Dashboards")["id"].(string)
-	usr := cli("user", "create", "--workspace", ws, "--email", "dash@example.com", "--name", "Dash", "--role", "admin")["id"].(string)
 	keys := make([]string, n)
 	for i := range keys {
+		usr := cli("user", "create", "--workspace", ws, "--email", fmt.Sprintf("dash%d@example.com", i),
+			"--name", fmt.Sprintf("Dash %d", i), "--role", "admin")["id"].(string)
 		keys[i] = cli("key", "create", "--user", usr)["secret"].(string)
 	}
 	return keys
