@@ -89,36 +89,37 @@ var errDatabaseShare = domain.Refusal(domain.CodeTooManyRequests, domain.LimitDa
 
 // admit takes a slot of ctx's workspace for one statement or transaction,
 // waiting in the workspace's queue for at most the statement timeout, and
-// returns its release. A context with no scope, or already in a
-// transaction (which holds its slot), takes none.
-func (db *DB) admit(ctx context.Context) (release func(), err error) {
+// returns ctx marked as holding it with its release. A context with no
+// scope, or whose statement or transaction holds a slot already, takes
+// none: ctx comes back as it is, with a nil release.
+func (db *DB) admit(ctx context.Context) (context.Context, func(), error) {
 	b := db.budget.Load()
 	if b == nil || b.WorkspaceShare <= 0 {
-		return func() {}, nil
+		return ctx, nil, nil
 	}
 	scope, ok := ports.DBScopeOf(ctx)
 	if !ok || scope.WorkspaceID == "" {
-		return func() {}, nil
-	}
-	if _, inTx := ctx.Value(txKey{db}).(*gorm.DB); inTx {
-		return func() {}, nil
+		return ctx, nil, nil
 	}
 	if _, held := ctx.Value(slotKey{db}).(bool); held {
-		return func() {}, nil
+		return ctx, nil, nil
 	}
-	return b.take(ctx, scope.WorkspaceID)
+	if _, inTx := ctx.Value(txKey{db}).(*gorm.DB); inTx {
+		return ctx, nil, nil // its transaction holds the connection
+	}
+	release, err := b.take(ctx, scope.WorkspaceID)
+	if err != nil {
+		return ctx, nil, err
+	}
+	return context.WithValue(ctx, slotKey{db}, true), release, nil
 }
 
 // slotKey marks a context whose statement or transaction holds a slot of
 // its workspace's share: what runs under it (a statement of the
-// transaction on GORM's own handle, a statement GORM nests in another)
-// takes no second one, which could wait for ever on its own holder.
+// transaction, even on GORM's own handle of it; a statement GORM nests in
+// another) takes no second one, which could wait for ever on its own
+// holder.
 type slotKey struct{ db *DB }
-
-// holdingSlot is ctx marked as holding a slot of db's budget.
-func (db *DB) holdingSlot(ctx context.Context) context.Context {
-	return context.WithValue(ctx, slotKey{db}, true)
-}
 
 func (b *budget) take(ctx context.Context, workspaceID string) (func(), error) {
 	b.mu.Lock()
@@ -211,12 +212,14 @@ func (db *DB) deadline(ctx context.Context) (context.Context, func(error) error)
 // bound runs one statement under ctx's budget: a slot of its workspace's
 // share and the statement deadline.
 func (db *DB) bound(ctx context.Context, run func(ctx context.Context) error) error {
-	release, err := db.admit(ctx)
+	ctx, release, err := db.admit(ctx)
 	if err != nil {
 		return err
 	}
-	defer release()
-	sctx, end := db.deadline(db.holdingSlot(ctx))
+	if release != nil {
+		defer release()
+	}
+	sctx, end := db.deadline(ctx)
 	return end(run(sctx))
 }
 
@@ -235,19 +238,22 @@ func registerBudget(db *DB) error {
 		// GORM copies Settings into the statements it nests; the ends of
 		// an outer statement are not this one's.
 		tx.Statement.Settings.Delete(key)
-		ctx := tx.Statement.Context
-		release, err := db.admit(ctx)
+		ctx, release, err := db.admit(tx.Statement.Context)
 		if err != nil {
 			_ = tx.AddError(err)
 			return
 		}
-		sctx, end := db.deadline(db.holdingSlot(ctx))
-		// A panic between the callbacks skips finish: the deadline's end
-		// still frees the slot, once.
-		release = sync.OnceFunc(release)
-		stop := context.AfterFunc(sctx, release)
+		sctx, end := db.deadline(ctx)
+		if release != nil {
+			// A panic between the callbacks skips finish: the deadline's
+			// end still frees the slot, once.
+			release = sync.OnceFunc(release)
+			stop := context.AfterFunc(sctx, release)
+			free := release
+			release = func() { stop(); free() }
+		}
 		tx.Statement.Context = sctx
-		tx.Statement.Settings.Store(key, ends{release: func() { stop(); release() }, end: end})
+		tx.Statement.Settings.Store(key, ends{release: release, end: end})
 	}
 	finish := func(tx *gorm.DB) {
 		v, ok := tx.Statement.Settings.LoadAndDelete(key)
@@ -258,7 +264,9 @@ func registerBudget(db *DB) error {
 		if err := e.end(tx.Error); err != tx.Error { //nolint:errorlint // identity: end returns the error it was given unless it wrapped it
 			tx.Error = err
 		}
-		e.release()
+		if e.release != nil {
+			e.release()
+		}
 	}
 	cb := db.gorm.Callback()
 	for name, p := range map[string][2]interface {

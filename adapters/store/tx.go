@@ -26,12 +26,13 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	// A transaction holds one connection from BEGIN to COMMIT: it takes
 	// one slot of its workspace's share for all of it (its statements take
 	// none), before it queues for SQLite's writer.
-	release, err := db.admit(ctx)
+	ctx, release, err := db.admit(ctx)
 	if err != nil {
 		return err
 	}
-	defer release()
-	ctx = db.holdingSlot(ctx)
+	if release != nil {
+		defer release()
+	}
 	if db.writeLock != nil {
 		select {
 		case db.writeLock <- struct{}{}:
