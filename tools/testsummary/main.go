@@ -119,6 +119,8 @@ func summarize(in io.Reader, out io.Writer, top int, timesOnly bool) error {
 			delete(outputs, key)
 		case e.Action == "pass":
 			delete(outputs, key)
+		case e.Action == "fail" && e.Test == "":
+			printUnfinished(text, outputs, e.Package)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -137,6 +139,71 @@ func summarize(in io.Reader, out io.Writer, top int, timesOnly bool) error {
 		fmt.Fprintf(out, "\nSKIPPED: %d tests that need %s did not run. To run them: %s.\n", t.count, k.name, strings.Join(fixes, "; and "))
 	}
 	return nil
+}
+
+// unfinishedLines bounds what printUnfinished prints of one test: a
+// timed-out package's goroutine dump runs to thousands of lines, and the
+// running tests and the first goroutines are what says where it hung.
+const unfinishedLines = 400
+
+// printUnfinished prints the output of the tests of a failed package that
+// never passed or failed: go test's timeout panics in the middle of them,
+// and test2json files the panic and its goroutine dump under whichever test
+// ran last, which never gets a result of its own.
+func printUnfinished(out io.Writer, outputs map[string]*strings.Builder, pkg string) {
+	var keys []string
+	for key := range outputs {
+		if strings.HasPrefix(key, pkg+"\x00") {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		lines := strings.SplitAfter(outputs[key].String(), "\n")
+		delete(outputs, key)
+		if !slices.ContainsFunc(lines, func(l string) bool { return !strings.HasPrefix(l, "=== ") && strings.TrimSpace(l) != "" }) {
+			continue
+		}
+		fmt.Fprintf(out, "--- UNFINISHED: %s (%s)\n", strings.TrimPrefix(key, pkg+"\x00"), pkg)
+		lines = testGoroutines(lines)
+		if len(lines) > unfinishedLines {
+			fmt.Fprint(out, strings.Join(lines[:unfinishedLines], ""))
+			fmt.Fprintf(out, "… %d more lines in the go test -json output (make test keeps it in bin/test.json)\n", len(lines)-unfinishedLines)
+			continue
+		}
+		fmt.Fprint(out, strings.Join(lines, ""))
+	}
+}
+
+// testGoroutines keeps, of a goroutine dump, the goroutines with a frame
+// in a _test.go file: the tests' own, which say where each one waits. The
+// runtime's, the pools' and the libraries' goroutines are left out.
+func testGoroutines(lines []string) []string {
+	var out, block []string
+	inDump := false
+	flush := func() {
+		if slices.ContainsFunc(block, func(l string) bool { return strings.Contains(l, "_test.go:") }) {
+			out = append(out, block...)
+		}
+		block = block[:0]
+	}
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "goroutine "):
+			flush()
+			inDump = true
+			block = append(block, l)
+		case inDump && strings.TrimSpace(l) == "":
+			block = append(block, l)
+			flush()
+		case inDump:
+			block = append(block, l)
+		default:
+			out = append(out, l)
+		}
+	}
+	flush()
+	return out
 }
 
 // count files one skipped test's output under its kind, with the fix it

@@ -117,3 +117,37 @@ func TestSummaryShowsWhereTheTimeWent(t *testing.T) {
 		}
 	}
 }
+
+// A package that times out prints its panic, which test2json files under
+// the test that ran last and which never gets a result: the summary prints
+// it, so that CI's log says which test hung and where.
+func TestSummaryPrintsWhatATimedOutPackageWasRunning(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestQuiet"}`,
+		`{"Action":"output","Package":"p","Test":"TestQuiet","Output":"=== RUN   TestQuiet\n"}`,
+		`{"Action":"run","Package":"p","Test":"TestB/sub"}`,
+		`{"Action":"output","Package":"p","Test":"TestB/sub","Output":"=== RUN   TestB/sub\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestB/sub","Output":"panic: test timed out after 2s\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestB/sub","Output":"\trunning tests:\n\t\tTestA (2s)\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestB/sub","Output":"goroutine 7 [select]:\np.TestB.func1()\n\t/src/p/b_test.go:9 +0x1\n\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestB/sub","Output":"goroutine 8 [IO wait]:\nnet.(*conn).Read()\n\t/go/src/net/net.go:1 +0x1\n\n"}`,
+		`{"Action":"output","Package":"p","Output":"FAIL\tp\t2.0s\n"}`,
+		`{"Action":"fail","Package":"p","Elapsed":2}`,
+	}, "\n")
+	var out strings.Builder
+	if err := summarize(strings.NewReader(in), &out, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"--- UNFINISHED: TestB/sub (p)", "panic: test timed out after 2s", "TestA (2s)", "goroutine 7 [select]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "IO wait") {
+		t.Errorf("a goroutine with no frame in a test file is printed:\n%s", got)
+	}
+	if strings.Contains(got, "TestQuiet") {
+		t.Errorf("a test that printed nothing but its start is listed:\n%s", got)
+	}
+}
