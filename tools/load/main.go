@@ -55,14 +55,18 @@ type options struct {
 }
 
 type harness struct {
-	opts    options
-	root    string // the repository
-	tmp     string
-	admin   *pgx.Conn
-	data    *dataset
-	servers map[string]*process // Worktrack, by backend
-	ref     *process
-	refURL  string
+	opts  options
+	root  string // the repository
+	tmp   string
+	admin *pgx.Conn
+	data  *dataset
+	// hooked is the second workspace, with one webhook to receiver
+	// (rest-create-webhook); nil when no selected scenario needs it.
+	hooked   *dataset
+	receiver *receiver
+	servers  map[string]*process // Worktrack, by backend
+	ref      *process
+	refURL   string
 	// refGQL is ../shared/perf/reference-graphql, the bare gqlgen floor,
 	// over the reference's database.
 	refGQL      *process
@@ -308,6 +312,14 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 		return nil, err
 	}
 	h.data = newDataset()
+	for _, s := range h.opts.selected {
+		if s.hooked && h.hooked == nil {
+			h.hooked = newHookedDataset()
+			if h.receiver, err = startReceiver(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	sqlitePath := filepath.Join(h.tmp, "worktrack.db")
 	var refDSN string
 	if needRef {
@@ -326,6 +338,11 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			}
 			if err := seedPostgres(ctx, wtDSN, h.data); err != nil {
 				return fmt.Errorf("seed %s: %w", wtDBName, err)
+			}
+			if h.hooked != nil {
+				if err := seedPostgres(ctx, wtDSN, h.hooked); err != nil {
+					return fmt.Errorf("seed %s's second workspace: %w", wtDBName, err)
+				}
 			}
 			logf("migrated and seeded %s (%d tasks, %d projects) in %s", wtDBName, len(h.data.tasks), len(h.data.projects), time.Since(t).Round(time.Millisecond))
 			return nil
@@ -405,6 +422,7 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			"WORKTRACK_ADDR=" + addr,
 			"WORKTRACK_RATE_LIMIT=1000000000",
 			"WORKTRACK_RATE_WINDOW=1s",
+			"WORKTRACK_WEBHOOK_ALLOW_PRIVATE=true", // the receiver listens on 127.0.0.1
 		}, bin, "serve")
 		if err != nil {
 			return nil, err
@@ -413,6 +431,11 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 		h.servers[b] = p
 		if err := waitReady(ctx, p, p.url+"/readyz"); err != nil {
 			return nil, err
+		}
+		if b == backendPostgres && h.hooked != nil {
+			if err := h.registerHook(ctx, p.url); err != nil {
+				return nil, err
+			}
 		}
 	}
 	logf("ready after %s; running %d scenario(s), %d pair(s) of %s", time.Since(start).Round(time.Millisecond), len(h.opts.selected), h.opts.pairs, h.opts.duration)
@@ -424,6 +447,9 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			return rows, fmt.Errorf("scenario %s: %w", s.name, err)
 		}
 		rows = append(rows, r)
+		if s.hooked {
+			logf("%s: the webhook receiver has had %d deliveries", s.name, h.receiver.deliveries.Load())
+		}
 	}
 	logf("done in %s", time.Since(start).Round(time.Second))
 	return rows, nil

@@ -73,19 +73,19 @@ func builders() map[string]func(ctx context.Context, h *harness) ([]string, erro
 			return []string{gqlLine(`{ projects(first:20){ nodes { tasks(first:50){ nodes { assignee{email} project{key} } } } } }`, nil)}, nil
 		},
 		"wt_create": func(_ context.Context, h *harness) ([]string, error) {
-			var out []string
-			for i, p := range h.data.projects {
-				body := map[string]any{"title": fmt.Sprintf("Created under load %d", i), "status": "open"}
-				if i%2 == 0 {
-					body["assignee_id"] = h.data.users[i%len(h.data.users)].id
-				}
-				b, err := json.Marshal(body)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, "/v1/projects/"+p.id+"/tasks\t"+string(b))
-			}
-			return out, nil
+			return createLines(h.data, h.data.projects)
+		},
+		"wt_create_one": func(_ context.Context, h *harness) ([]string, error) {
+			return createLines(h.data, h.data.projects[:1])
+		},
+		"wt_create_hooked": func(_ context.Context, h *harness) ([]string, error) {
+			return createLines(h.hooked, h.hooked.projects)
+		},
+		"ref_create": func(_ context.Context, h *harness) ([]string, error) {
+			return h.refCreateLines(false)
+		},
+		"ref_create_one": func(_ context.Context, h *harness) ([]string, error) {
+			return h.refCreateLines(true)
 		},
 		"wt_search": func(_ context.Context, _ *harness) ([]string, error) {
 			// Two word prefixes across every project: a verb's and a noun's.
@@ -162,6 +162,42 @@ func (h *harness) wtPage40(ctx context.Context, key string) ([]string, error) {
 		}
 		return *p.Pagination.NextCursor, nil
 	})
+}
+
+// createLines are the creates of post.lua into projects: the same body
+// shapes over REST for every create scenario, half of them assigned to a
+// member of d.
+func createLines(d *dataset, projects []projectRow) ([]string, error) {
+	var out []string
+	for i := range numProjects {
+		body := map[string]any{"title": fmt.Sprintf("Created under load %d", i), "status": "open"}
+		if i%2 == 0 {
+			body["assignee_id"] = d.users[i%len(d.users)].id
+		}
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, "/v1/projects/"+projects[i%len(projects)].id+"/tasks\t"+string(b))
+	}
+	return out, nil
+}
+
+// refCreateLines are the reference's creates: its create_paths.txt (one
+// line per project), or its first project alone, with the body it takes.
+func (h *harness) refCreateLines(oneProject bool) ([]string, error) {
+	paths, err := h.refGenerated("create_paths.txt")
+	if err != nil {
+		return nil, err
+	}
+	if oneProject {
+		paths = paths[:1]
+	}
+	var out []string
+	for i := range numProjects {
+		out = append(out, fmt.Sprintf("%s\t{\"title\":\"Created under load %d\",\"status\":\"open\"}", paths[i%len(paths)], i))
+	}
+	return out, nil
 }
 
 func gqlLine(query string, vars map[string]any) string {

@@ -46,6 +46,9 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 		return r, err
 	}
 	secret := h.data.keys[s.key].secret
+	if s.hooked {
+		secret = h.hooked.secret
+	}
 	if err := h.smoke(ctx, wt.url, secret, s.wt, wtFile); err != nil {
 		return r, fmt.Errorf("worktrack smoke request: %w", err)
 	}

@@ -19,6 +19,9 @@ type scenario struct {
 	// key is the dataset key the Worktrack side sends (keyUnscoped, the
 	// zero value, or a scoped one).
 	key int
+	// hooked makes the Worktrack side the second workspace's, whose one
+	// webhook subscribes to task.created (h.hooked).
+	hooked bool
 	// againstUnscoped makes the other side Worktrack itself with the
 	// unscoped key, instead of the reference: the ratio is then what the
 	// key's scopes cost, or (with its own first page as the other side)
@@ -100,8 +103,20 @@ var scenarios = []scenario{
 		wt: target{script: "get.lua", paths: "wt_get"}, ref: refGet},
 	{name: "sqlite-rest-page1", backend: backendSQLite,
 		wt: target{script: "get.lua", paths: "wt_page1"}, ref: refPage1},
+	// Creates against the reference's durable create (one transaction:
+	// the task and its event row), spread over the 100 projects, then all
+	// sent to one project as an import does (targets: at least 0.5 and
+	// 0.4).
 	{name: "rest-create", backend: backendPostgres,
-		wt: target{script: "post.lua", paths: "wt_create"}},
+		wt: target{script: "post.lua", paths: "wt_create"}, ref: &target{script: "post.lua", paths: "ref_create"}},
+	{name: "rest-create-one-project", backend: backendPostgres,
+		wt: target{script: "post.lua", paths: "wt_create_one"}, ref: &target{script: "post.lua", paths: "ref_create_one"}},
+	// Creates in a workspace with one webhook subscribed to task.created,
+	// against creates in one with none, on the same server (target: at
+	// least 0.8).
+	{name: "rest-create-webhook", backend: backendPostgres, hooked: true, againstUnscoped: true,
+		note: `the "ref" side is Worktrack's rest-create in a workspace with no webhook; the ratio is with one / with none (target >= 0.8)`,
+		wt:   target{script: "post.lua", paths: "wt_create_hooked"}, ref: &target{script: "post.lua", paths: "wt_create"}},
 }
 
 func (t target) units() float64 {

@@ -159,6 +159,27 @@ func newDataset() *dataset {
 	return d
 }
 
+// newHookedDataset is the second workspace of the rest-create-webhook
+// scenario: an admin, an unscoped key and numProjects empty projects. Its
+// webhook is registered over the API once the server runs
+// (harness.registerHook): its secret is sealed at rest.
+func newHookedDataset() *dataset {
+	d := &dataset{
+		workspaceID: domain.NewID(domain.PrefixWorkspace),
+		created:     time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC),
+		keyID:       domain.NewID(domain.PrefixAPIKey),
+		secret:      domain.SecretPrefix + domain.RandomBase62(40),
+		users:       []userRow{{id: domain.NewID(domain.PrefixUser), email: "hooked@load.test", name: "Hooked Admin", role: "admin"}},
+	}
+	for i := range numProjects {
+		d.projects = append(d.projects, projectRow{
+			id: domain.NewID(domain.PrefixProject), name: fmt.Sprintf("Hooked project %03d", i), key: fmt.Sprintf("HOOK%03d", i),
+		})
+	}
+	d.keys = []keyRow{{id: d.keyID, name: "load hooked", secret: d.secret, scopes: `["*"]`}}
+	return d
+}
+
 // newKeys makes the dataset's keys: the unscoped d.secret first.
 func newKeys(d *dataset) []keyRow {
 	restricted := make([]string, restrictedProjects)
