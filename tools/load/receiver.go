@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"time"
 )
 
 // receiver is the webhook endpoint of the rest-create-webhook scenario: it
@@ -23,7 +24,7 @@ func startReceiver() (*receiver, error) {
 		return nil, fmt.Errorf("webhook receiver: %w", err)
 	}
 	r := &receiver{url: "http://" + ln.Addr().String() + "/hook"}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		r.deliveries.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	})}
