@@ -67,6 +67,12 @@ func TestStatementDeadline(t *testing.T) {
 			t.Fatalf("a statement past its deadline: %v, want service_unavailable naming statement_timeout", err)
 		}
 		waitGone(t, db)
+		// The caller's arguments are left as given: reused below, a
+		// statement's token in them (forgotten once it ended) would keep
+		// SQLite's next statement from seeing its own context end.
+		if len(args) > 0 && args[0] != store.LiveArg {
+			t.Fatalf("the statement rewrote its caller's arguments: %v", args)
+		}
 
 		// A client that goes away: no deadline, the context's end stops it.
 		db.SetBudget(store.Budget{})

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,8 +46,17 @@ func (db *DB) readBounded(ctx context.Context, q string, args []any, scan func(r
 	if db.dialect == DialectPostgres {
 		q = numbered(q)
 	}
+	cloned := false
 	for i, a := range args {
 		if _, ok := a.(sqliteLiveArg); ok {
+			// The token goes into a copy: a caller's slice, reused for a
+			// second statement, would otherwise carry this statement's
+			// token, forgotten once it ends, and that statement's
+			// worktrack_live would never see its own context end (an
+			// endless statement then ran for ever under a cancelled one).
+			if !cloned {
+				args, cloned = slices.Clone(args), true
+			}
 			token, forget := liveToken(ctx)
 			defer forget()
 			args[i] = token
