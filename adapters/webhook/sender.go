@@ -245,11 +245,16 @@ func (s *Sender) describe(err error) string {
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return fmt.Sprintf("No response within %s.", s.timeout)
 	}
-	// A failed dial names the address it dialled ("dial tcp 10.1.2.3:443:
-	// connect: connection refused"): keep only the cause.
+	// A failed dial, read or write names the addresses of the connection
+	// ("dial tcp 10.1.2.3:443: connect: connection refused", "read tcp
+	// 10.0.0.5:51234->10.1.2.3:443: read: connection reset by peer"): keep
+	// only the cause.
 	var operr *net.OpError
-	if errors.As(err, &operr) && operr.Op == "dial" && operr.Err != nil {
-		return clip("could not connect to the host: " + operr.Err.Error())
+	if errors.As(err, &operr) && operr.Err != nil {
+		if operr.Op == "dial" {
+			return clip("could not connect to the host: " + operr.Err.Error())
+		}
+		return clip("the connection failed: " + operr.Err.Error())
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) {

@@ -198,6 +198,29 @@ func TestSendOutcomes(t *testing.T) {
 		strings.HasPrefix(hungUp.Err, "Post ") || strings.Contains(hungUp.Err, ln.Addr().String()) {
 		t.Fatalf("hung up: %+v", hungUp)
 	}
+	// One that resets the connection (an RST, not a FIN): the read's error
+	// names both ends of the connection, which last_error leaves out.
+	rst, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rst.Close()
+	go func() {
+		for {
+			c, err := rst.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 1)
+			_, _ = c.Read(buf) // the request has started
+			_ = c.(*net.TCPConn).SetLinger(0)
+			_ = c.Close()
+		}
+	}()
+	if reset := s.Send(ctx, attempt("http://"+rst.Addr().String()+"/x")); reset.StatusCode != 0 || reset.Err == "" ||
+		strings.Contains(reset.Err, "127.0.0.1") {
+		t.Fatalf("reset: %+v", reset)
+	}
 	// last_error names the cause, not the address dialled.
 	if _, port, _ := net.SplitHostPort(strings.TrimPrefix(url, "http://")); strings.Contains(res.Err, "127.0.0.1") || strings.Contains(res.Err, ":"+port) {
 		t.Fatalf("the error names the address dialled: %q", res.Err)
