@@ -340,7 +340,13 @@ func waitForGauge(base string, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			fail("the server never counted %d subscriptions", n)
+			got := "no such metric"
+			for _, line := range strings.Split(string(body), "\n") {
+				if strings.HasPrefix(line, "worktrack_graphql_subscriptions ") || strings.HasPrefix(line, "worktrack_refusals_total") {
+					got += "; " + line
+				}
+			}
+			fail("the server never counted %d subscriptions (%s)", n, got)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
