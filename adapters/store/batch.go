@@ -36,3 +36,10 @@ func inBatchesOf[K, T any](size int, keys []K, read func([]K) ([]T, error)) ([]T
 	}
 	return out, nil
 }
+
+// insertBatch is the most rows one INSERT carries: a bulk creation's rows
+// (500 tasks, their events, and one delivery per event and subscribed
+// webhook, up to 10,000) are inserted this many at a time, so that no
+// statement passes either database's bound on parameters (PostgreSQL's
+// 65,535; SQLite's 32,766) whatever the width of a row.
+const insertBatch = 1000

@@ -73,14 +73,14 @@ var _ ports.DeliveryStore = (*DeliveryStore)(nil)
 // Deliveries is the delivery repository of db.
 func (db *DB) Deliveries() *DeliveryStore { return &DeliveryStore{db: db} }
 
-// CreateDeliveries inserts ds in one statement, and tells other processes'
+// CreateDeliveries inserts ds, insertBatch rows a statement, and tells other processes'
 // dispatchers of them once they commit (announceDeliveries).
 func (s *DeliveryStore) CreateDeliveries(ctx context.Context, ds []domain.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
 	rows := mapRows(ds, deliveryToRow)
-	if err := s.db.conn(ctx).Create(&rows).Error; err != nil {
+	if err := s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error; err != nil {
 		return fmt.Errorf("store: create deliveries: %w", err)
 	}
 	s.db.announceDeliveries(ctx)

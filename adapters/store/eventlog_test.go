@@ -1,13 +1,17 @@
 package store_test
 
 import (
+	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"gorm.io/gorm"
 
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/domain"
 )
 
 // A page of the log costs the same at any depth: each filter's query walks
@@ -41,7 +45,8 @@ func TestEventLogPagesUseAnIndexInLogOrder(t *testing.T) {
 }
 
 // The sequencer reads the events it has still to position by the partial
-// index that holds only those, in insertion order: pings, which are never
+// index that holds only those, in the order it positions them (groups of
+// events recorded together by their group's number): pings, which are never
 // positioned, are not in it, so however many there are, no run steps over
 // them.
 func TestSequencerReadsOnlyWhatItHasToPosition(t *testing.T) {
@@ -57,7 +62,7 @@ func TestSequencerReadsOnlyWhatItHasToPosition(t *testing.T) {
 		if err := tx.Exec("SET LOCAL enable_bitmapscan = off").Error; err != nil {
 			return err
 		}
-		return tx.Raw("EXPLAIN SELECT id FROM events WHERE " + store.Unpositioned + " ORDER BY inserted LIMIT 500").Scan(&plan).Error
+		return tx.Raw("EXPLAIN "+store.Numbered(store.ToPosition(store.DialectPostgres)), 500).Scan(&plan).Error
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,5 +78,138 @@ func TestSequencerReadsOnlyWhatItHasToPosition(t *testing.T) {
 	}
 	if !strings.Contains(def, "'webhook.ping'") {
 		t.Errorf("events_unpositioned_idx holds pings: %s", def)
+	}
+}
+
+// Events created together take consecutive log positions, in the order
+// given, while other transactions create events beside them: on PostgreSQL
+// a multi-row INSERT draws its inserted numbers row by row, between other
+// sessions' numbers, so only the group's own number keeps it together.
+func TestEventsCreatedTogetherTakeConsecutivePositions(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ws := newWorkspace(t, db)
+		ctx := context.Background()
+		const writers, groups, size = 6, 8, 200
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		var mu sync.Mutex
+		var made [][]string // the ids of each group, in the order given
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for g := range groups {
+					n := size
+					if (w+g)%2 == 1 {
+						n = 1 // single events between the groups
+					}
+					es := make([]domain.Event, n)
+					payloads := make([][]byte, n)
+					ids := make([]string, n)
+					for i := range es {
+						es[i] = domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated, CreatedAt: base}
+						payloads[i] = []byte(`{}`)
+						ids[i] = es[i].ID
+					}
+					if err := db.InTx(ctx, func(ctx context.Context) error {
+						return db.Events().CreateEvents(ctx, es, payloads)
+					}); err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					made = append(made, ids)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for {
+			n, err := db.Events().PositionEvents(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		logged, err := db.Events().ReadLog(ctx, 0, writers*groups*size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := make(map[string]int64, len(logged))
+		for _, e := range logged {
+			seq[e.ID] = e.Seq
+		}
+		for _, ids := range made {
+			for i, id := range ids {
+				if seq[id] == 0 {
+					t.Fatalf("event %s was never positioned", id)
+				}
+				if i > 0 && seq[id] != seq[ids[i-1]]+1 {
+					t.Fatalf("a group of %d events is not consecutive in the log: item %d at %d, item %d at %d",
+						len(ids), i-1, seq[ids[i-1]], i, seq[id])
+				}
+			}
+		}
+	})
+}
+
+// The interleaving that test can only hope to meet, made certain: a trigger
+// inserts another event while the group's INSERT is between its first and
+// second rows, so that event's inserted number falls between theirs, as a
+// concurrent transaction's can. The group stays consecutive, the other
+// event after it.
+func TestAGroupStaysConsecutiveAroundAnotherEventsNumber(t *testing.T) {
+	t.Parallel()
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	ws := newWorkspace(t, db)
+	if err := db.Gorm().Exec(`CREATE FUNCTION interleave() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF convert_from(NEW.payload, 'UTF8') LIKE 'evt_%' THEN
+        INSERT INTO events (id, workspace_id, type, created_at, payload)
+        VALUES (convert_from(NEW.payload, 'UTF8'), NEW.workspace_id, NEW.type, NEW.created_at, convert_to('{}', 'UTF8'));
+    END IF;
+    RETURN NEW;
+END $$`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Gorm().Exec("CREATE TRIGGER interleave BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION interleave()").Error; err != nil {
+		t.Fatal(err)
+	}
+	other := domain.NewID(domain.PrefixEvent)
+	es := make([]domain.Event, 3)
+	for i := range es {
+		es[i] = domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated, CreatedAt: base}
+	}
+	payloads := [][]byte{[]byte(other), []byte(`{}`), []byte(`{}`)}
+	if err := db.InTx(ctx, func(ctx context.Context) error { return db.Events().CreateEvents(ctx, es, payloads) }); err != nil {
+		t.Fatal(err)
+	}
+	var inserted []int64
+	if err := db.Gorm().Raw("SELECT inserted FROM events WHERE id IN (?, ?, ?) ORDER BY inserted", es[0].ID, other, es[1].ID).
+		Scan(&inserted).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Events().PositionEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logged, err := db.Events().ReadLog(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, e := range logged {
+		order = append(order, e.ID)
+	}
+	want := []string{es[0].ID, es[1].ID, es[2].ID, other}
+	if !slices.Equal(order, want) {
+		t.Fatalf("log order %v, want the group first and whole %v (inserted numbers %v)", order, want, inserted)
 	}
 }

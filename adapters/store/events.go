@@ -17,6 +17,8 @@ type eventRow struct {
 	CreatedAt   Time    `gorm:"column:created_at"`
 	Seq         *int64  `gorm:"column:seq"`
 	Payload     []byte  `gorm:"column:payload"`
+	// LogGroup is written, never read: see CreateEvents.
+	LogGroup *int64 `gorm:"column:log_group;->:false;<-:create"`
 }
 
 func (eventRow) TableName() string { return "events" }
@@ -41,15 +43,38 @@ var _ ports.EventStore = (*EventStore)(nil)
 // Events is the event repository of db.
 func (db *DB) Events() *EventStore { return &EventStore{db: db} }
 
-// CreateEvent inserts e with its payload bytes, as they are, without a log
-// position: PositionEvents gives it one after it commits.
-func (s *EventStore) CreateEvent(ctx context.Context, e domain.Event, payload []byte) error {
-	row := eventRow{ID: e.ID, WorkspaceID: e.WorkspaceID, Type: string(e.Type), CreatedAt: Time(e.CreatedAt), Payload: payload}
-	if p := e.ProjectID(); p != "" {
-		row.ProjectID = &p
+// CreateEvents inserts es, each with its payload bytes as they are, without
+// a log position: PositionEvents gives them one after they commit. On
+// PostgreSQL, more than one event get a log_group drawn just before them
+// (migration 00012), so that the sequencer positions them one after another
+// although concurrent transactions draw inserted numbers between theirs.
+func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloads [][]byte) error {
+	if len(es) != len(payloads) {
+		return fmt.Errorf("store: create events: %d events, %d payloads", len(es), len(payloads))
 	}
-	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
-		return fmt.Errorf("store: create event: %w", err)
+	if len(es) == 0 {
+		return nil
+	}
+	var group *int64
+	if len(es) > 1 && s.db.dialect == DialectPostgres {
+		var g int64
+		if err := s.db.conn(ctx).Raw("SELECT nextval(pg_get_serial_sequence('events', 'inserted'))").Scan(&g).Error; err != nil {
+			return fmt.Errorf("store: create events: %w", err)
+		}
+		group = &g
+	}
+	rows := make([]eventRow, len(es))
+	for i, e := range es {
+		rows[i] = eventRow{ID: e.ID, WorkspaceID: e.WorkspaceID, Type: string(e.Type), CreatedAt: Time(e.CreatedAt),
+			Payload: payloads[i], LogGroup: group}
+		if p := e.ProjectID(); p != "" {
+			rows[i].ProjectID = &p
+		}
+	}
+	// Rows are inserted in the order given, so their inserted numbers
+	// (rowids on SQLite) follow it.
+	if err := s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error; err != nil {
+		return fmt.Errorf("store: create events: %w", err)
 	}
 	return nil
 }
@@ -98,14 +123,7 @@ func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
 		if err := s.db.conn(ctx).Raw(lock).Scan(&last).Error; err != nil {
 			return err
 		}
-		order := "inserted" // a bigserial: insertion order
-		if s.db.dialect == DialectSQLite {
-			order = "rowid"
-		}
-		res := s.db.conn(ctx).Exec(`UPDATE events SET seq = ? + next.n
-FROM (SELECT id, row_number() OVER (ORDER BY ord) AS n
-      FROM (SELECT id, `+order+` AS ord FROM events WHERE `+unpositioned+` ORDER BY `+order+` LIMIT ?) AS oldest) AS next
-WHERE events.id = next.id`, last, positionBatch)
+		res := s.db.conn(ctx).Exec(s.positionSQL(), last, positionBatch)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -126,6 +144,26 @@ WHERE events.id = next.id`, last, positionBatch)
 		return 0, fmt.Errorf("store: position events: %w", err)
 	}
 	return total, nil
+}
+
+// positionSQL positions the events toPosition reads, in its order.
+func (s *EventStore) positionSQL() string {
+	return `UPDATE events SET seq = ? + next.n
+FROM (SELECT id, row_number() OVER (ORDER BY ord, within) AS n FROM (` + toPosition(s.db.dialect) + `) AS oldest) AS next
+WHERE events.id = next.id`
+}
+
+// toPosition reads the oldest unpositioned events, at most a limit of them
+// (its one argument) but never part of a group: PostgreSQL orders by
+// coalesce(log_group, inserted), then inserted, and takes a last group
+// whole (WITH TIES); SQLite's rowids already follow commit order, one
+// writer at a time. Both are scans of events_unpositioned_idx in order.
+func toPosition(dialect string) string {
+	if dialect == DialectPostgres {
+		return "SELECT id, coalesce(log_group, inserted) AS ord, inserted AS within FROM events WHERE " + unpositioned +
+			" ORDER BY coalesce(log_group, inserted) FETCH FIRST ? ROWS WITH TIES"
+	}
+	return "SELECT id, rowid AS ord, 0 AS within FROM events WHERE " + unpositioned + " ORDER BY rowid LIMIT ?"
 }
 
 // ListEvents lists positioned events in log order after f.AfterSeq.

@@ -24,6 +24,9 @@ var Numbered = numbered
 // Unpositioned exposes the sequencer's predicate to the plan checks.
 const Unpositioned = unpositioned
 
+// ToPosition exposes the sequencer's read to the plan checks.
+var ToPosition = toPosition
+
 // TaskPageSQL exposes the statement of one page of a task list, with its
 // arguments, to the plan checks.
 func TaskPageSQL(dialect string, f ports.TaskFilter) (string, []any) {

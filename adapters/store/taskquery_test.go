@@ -56,7 +56,7 @@ func newQueryFixture(t *testing.T, db *store.DB) queryFixture {
 			due := f.t0.Add(time.Duration(i%6-3) * time.Hour)
 			task.DueAt = &due
 		}
-		if err := db.Tasks().CreateTask(ctx, task); err != nil {
+		if err := db.Tasks().CreateTasks(ctx, []domain.Task{task}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Projects().AddTaskCount(ctx, f.ws.ID, task.ProjectID, 1); err != nil {

@@ -54,11 +54,17 @@ var _ ports.TaskStore = (*TaskStore)(nil)
 // Tasks is the task repository of db.
 func (db *DB) Tasks() *TaskStore { return &TaskStore{db: db} }
 
-// CreateTask inserts t.
-func (s *TaskStore) CreateTask(ctx context.Context, t domain.Task) error {
-	row := taskToRow(t)
-	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
-		return fmt.Errorf("store: create task: %w", err)
+// CreateTasks inserts ts, insertBatch rows a statement, in the order given.
+func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	rows := make([]taskRow, len(ts))
+	for i, t := range ts {
+		rows[i] = taskToRow(t)
+	}
+	if err := s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error; err != nil {
+		return fmt.Errorf("store: create tasks: %w", err)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func newTask(t *testing.T, db *store.DB, p domain.Project, in domain.TaskFields,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Tasks().CreateTask(context.Background(), task); err != nil {
+	if err := db.Tasks().CreateTasks(context.Background(), []domain.Task{task}); err != nil {
 		t.Fatalf("CreateTask: %v", err)
 	}
 	return task
@@ -79,11 +79,11 @@ func TestTaskForeignKeysKeepTenancy(t *testing.T) {
 		foreignPrj := newProject(t, db, other, "FK", base)
 
 		task, _ := domain.NewTask(domain.NewID(domain.PrefixTask), ws.ID, p.ID, domain.TaskFields{Title: domain.Set("x"), AssigneeID: domain.Set(stranger.ID)}, base)
-		if err := db.Tasks().CreateTask(ctx, task); err == nil {
+		if err := db.Tasks().CreateTasks(ctx, []domain.Task{task}); err == nil {
 			t.Fatal("a task was assigned to a user of another workspace")
 		}
 		task, _ = domain.NewTask(domain.NewID(domain.PrefixTask), ws.ID, foreignPrj.ID, domain.TaskFields{Title: domain.Set("x")}, base)
-		if err := db.Tasks().CreateTask(ctx, task); err == nil {
+		if err := db.Tasks().CreateTasks(ctx, []domain.Task{task}); err == nil {
 			t.Fatal("a task was put in a project of another workspace")
 		}
 	})

@@ -29,7 +29,7 @@ func newEvent(t *testing.T, db *store.DB, ws domain.Workspace, typ domain.EventT
 	t.Helper()
 	e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: typ, CreatedAt: domain.Timestamp(at)}
 	payload := []byte(fmt.Sprintf(`{"id":%q,"object":"event","data":{"title":"caf\u00e9 \u003c\u003e"}}`, e.ID))
-	if err := db.Events().CreateEvent(context.Background(), e, payload); err != nil {
+	if err := db.Events().CreateEvents(context.Background(), []domain.Event{e}, [][]byte{payload}); err != nil {
 		t.Fatalf("CreateEvent: %v", err)
 	}
 	return e, payload

@@ -258,10 +258,10 @@ type fakeEventLog struct {
 	events []domain.Event
 }
 
-func (l *fakeEventLog) CreateEvent(_ context.Context, e domain.Event, _ []byte) error {
+func (l *fakeEventLog) CreateEvents(_ context.Context, es []domain.Event, _ [][]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.events = append(l.events, e)
+	l.events = append(l.events, es...)
 	return nil
 }
 

@@ -25,29 +25,54 @@ type outbox struct {
 
 var _ ports.EventRecorder = (*outbox)(nil)
 
-// RecordEvent renders the payload once (every attempt and redelivery sends
-// these exact bytes), stores the event and fans it out. The local
-// dispatcher is woken after the transaction commits; dispatchers of other
-// processes are woken by the store, where the database can.
-func (o *outbox) RecordEvent(ctx context.Context, e domain.Event) error {
-	payload, err := o.payloads.RenderEvent(e)
-	if err != nil {
-		return fmt.Errorf("outbox: render %s: %w", e.Type, err)
+// RecordEvent renders each payload once (every attempt and redelivery sends
+// these exact bytes), stores the events and fans them out: one lookup of
+// the subscribed webhooks per workspace and event type, one insertion of the events and
+// one of their deliveries. The local dispatcher is woken after the
+// transaction commits; dispatchers of other processes are woken by the
+// store, where the database can.
+func (o *outbox) RecordEvent(ctx context.Context, es ...domain.Event) error {
+	if len(es) == 0 {
+		return nil
 	}
-	hooks, err := o.webhooks.FindSubscribedWebhooks(ctx, e.WorkspaceID, e.Type)
-	if err != nil {
-		return err
+	payloads := make([][]byte, len(es))
+	for i, e := range es {
+		payload, err := o.payloads.RenderEvent(e)
+		if err != nil {
+			return fmt.Errorf("outbox: render %s: %w", e.Type, err)
+		}
+		payloads[i] = payload
 	}
-	if err := o.events.CreateEvent(ctx, e, payload); err != nil {
+	type subscription struct {
+		workspaceID string
+		typ         domain.EventType
+	}
+	hooks := make(map[subscription][]domain.Webhook, 1)
+	fanout := 0
+	for _, e := range es {
+		key := subscription{e.WorkspaceID, e.Type}
+		ws, ok := hooks[key]
+		if !ok {
+			var err error
+			if ws, err = o.webhooks.FindSubscribedWebhooks(ctx, e.WorkspaceID, e.Type); err != nil {
+				return err
+			}
+			hooks[key] = ws
+		}
+		fanout += len(ws)
+	}
+	if err := o.events.CreateEvents(ctx, es, payloads); err != nil {
 		return err
 	}
 	afterCommit(ctx, o.logged.Notify)
-	if len(hooks) == 0 {
+	if fanout == 0 {
 		return nil
 	}
-	ds := make([]domain.Delivery, 0, len(hooks))
-	for _, w := range hooks {
-		ds = append(ds, domain.NewDelivery(o.ids.NewID(domain.PrefixDelivery), w, e))
+	ds := make([]domain.Delivery, 0, fanout)
+	for _, e := range es {
+		for _, w := range hooks[subscription{e.WorkspaceID, e.Type}] {
+			ds = append(ds, domain.NewDelivery(o.ids.NewID(domain.PrefixDelivery), w, e))
+		}
 	}
 	if err := o.deliveries.CreateDeliveries(ctx, ds); err != nil {
 		return err

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -41,32 +43,112 @@ func (s *Tasks) record(ctx context.Context, a domain.Actor, typ domain.EventType
 // validation_failed for a bad field, including an assignee who is not a
 // member of the workspace (param assignee_id).
 func (s *Tasks) Create(ctx context.Context, a domain.Actor, projectID string, in domain.TaskFields) (domain.Task, error) {
-	if err := a.Require(domain.ScopeTasksWrite); err != nil {
+	if err := s.checkProject(a, projectID); err != nil {
 		return domain.Task{}, err
-	}
-	if !domain.IsID(projectID, domain.PrefixProject) || !a.SeesProject(projectID) {
-		return domain.Task{}, domain.NotFound("project", projectID)
 	}
 	t, err := domain.NewTask(s.d.IDs.NewID(domain.PrefixTask), a.WorkspaceID, projectID, in, s.d.Clock.Now())
 	if err != nil {
 		return domain.Task{}, err
 	}
-	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+	return t, s.insert(ctx, a, []domain.Task{t}, false)
+}
+
+// CreateMany adds 1 to domain.MaxBatchItems tasks to a project in one
+// transaction, under the rules of Create: all or nothing, and a bad item
+// is validation_failed with its index in param (domain.AtItem). The tasks
+// are created a microsecond apart in the order given, so that every list
+// by creation shows them in that order, and their task.created events take
+// consecutive positions in the log, in the same order.
+func (s *Tasks) CreateMany(ctx context.Context, a domain.Actor, projectID string, ins []domain.TaskFields) ([]domain.Task, error) {
+	if err := s.checkProject(a, projectID); err != nil {
+		return nil, err
+	}
+	if err := domain.CheckBatchSize(len(ins)); err != nil {
+		return nil, err
+	}
+	now := s.d.Clock.Now()
+	ts := make([]domain.Task, len(ins))
+	for i, in := range ins {
+		t, err := domain.NewTask(s.d.IDs.NewID(domain.PrefixTask), a.WorkspaceID, projectID, in, now.Add(time.Duration(i)*time.Microsecond))
+		if err != nil {
+			return nil, domain.AtItem(i, err)
+		}
+		ts[i] = t
+	}
+	if err := s.insert(ctx, a, ts, true); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// checkProject applies the rules of a creation that need no read: the
+// scope, and a project id the caller's key may see.
+func (s *Tasks) checkProject(a domain.Actor, projectID string) error {
+	if err := a.Require(domain.ScopeTasksWrite); err != nil {
+		return err
+	}
+	if !domain.IsID(projectID, domain.PrefixProject) || !a.SeesProject(projectID) {
+		return domain.NotFound("project", projectID)
+	}
+	return nil
+}
+
+// insert writes new tasks of one project, with their count and their
+// events, in one transaction: one creation is the one-item case. A bulk
+// creation's errors name the item at fault (domain.AtItem).
+func (s *Tasks) insert(ctx context.Context, a domain.Actor, ts []domain.Task, bulk bool) error {
+	projectID := ts[0].ProjectID
+	events := make([]domain.Event, len(ts))
+	for i, t := range ts {
+		events[i] = newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, domain.EventTaskCreated, t, nil)
+	}
+	return s.d.Tx.InTx(ctx, func(ctx context.Context) error {
 		if _, err := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, projectID); err != nil {
 			return err
 		}
-		if err := s.checkAssignee(ctx, a, t.AssigneeID); err != nil {
+		if err := s.checkAssignees(ctx, a, ts, bulk); err != nil {
 			return err
 		}
-		if err := s.d.Tasks.CreateTask(ctx, t); err != nil {
+		if err := s.d.Tasks.CreateTasks(ctx, ts); err != nil {
 			return err
 		}
-		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, projectID, 1); err != nil {
+		if err := s.d.Projects.AddTaskCount(ctx, a.WorkspaceID, projectID, len(ts)); err != nil {
 			return err
 		}
-		return s.record(ctx, a, domain.EventTaskCreated, t, nil)
+		return s.d.Events.RecordEvent(ctx, events...)
 	})
-	return t, err
+}
+
+// checkAssignees refuses, in one read, an assignee of ts who is not a
+// member of the workspace; in a bulk creation the error names the first
+// such task's index.
+func (s *Tasks) checkAssignees(ctx context.Context, a domain.Actor, ts []domain.Task, bulk bool) error {
+	var ids []string
+	for _, t := range ts {
+		if t.AssigneeID != nil && !slices.Contains(ids, *t.AssigneeID) {
+			ids = append(ids, *t.AssigneeID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	users, err := s.d.Users.FindUsersByIDs(ctx, a.WorkspaceID, domain.WellFormedIDs(ids, domain.PrefixUser))
+	if err != nil {
+		return err
+	}
+	members := make(map[string]bool, len(users))
+	for _, u := range users {
+		members[u.ID] = true
+	}
+	for i, t := range ts {
+		if t.AssigneeID != nil && !members[*t.AssigneeID] {
+			if !bulk {
+				return domain.NotAnAssignee()
+			}
+			return domain.AtItem(i, domain.NotAnAssignee())
+		}
+	}
+	return nil
 }
 
 // checkAssignee refuses an assignee who is not a member of the workspace.

@@ -316,7 +316,7 @@ func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.
 		if err != nil {
 			return err
 		}
-		if err := s.d.EventLog.CreateEvent(ctx, e, payload); err != nil {
+		if err := s.d.EventLog.CreateEvents(ctx, []domain.Event{e}, [][]byte{payload}); err != nil {
 			return err
 		}
 		d = domain.NewDelivery(s.d.IDs.NewID(domain.PrefixDelivery), w, e)

@@ -188,8 +188,9 @@ type TaskFilter struct {
 
 // TaskStore persists tasks.
 type TaskStore interface {
-	// CreateTask inserts t.
-	CreateTask(ctx context.Context, t domain.Task) error
+	// CreateTasks inserts ts, of one project, in as few statements as the
+	// database's bounds allow.
+	CreateTasks(ctx context.Context, ts []domain.Task) error
 	// FindTaskByID returns resource_not_found when absent or in another workspace.
 	FindTaskByID(ctx context.Context, workspaceID, id string) (domain.Task, error)
 	// FindTaskByIDForUpdate also locks the row until the transaction ends.
@@ -216,9 +217,10 @@ type TaskStore interface {
 	DeleteTask(ctx context.Context, workspaceID, id string) error
 }
 
-// EventRecorder records an event, and the deliveries it owes to subscribed
+// EventRecorder records events, and the deliveries they owe to subscribed
 // webhooks, in the caller's transaction: a committed change always has its
-// event, a rolled-back one never does.
+// events, a rolled-back one never does. Events recorded together take
+// consecutive positions in the log, in the order given.
 type EventRecorder interface {
-	RecordEvent(ctx context.Context, e domain.Event) error
+	RecordEvent(ctx context.Context, es ...domain.Event) error
 }

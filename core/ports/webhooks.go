@@ -50,10 +50,12 @@ type WebhookStore interface {
 // EventStore keeps the event log: written by the outbox, read by the log's
 // readers (app.Events) and by the live feed of subscriptions (app.Live).
 type EventStore interface {
-	// CreateEvent inserts e with payload, the exact bytes every delivery of
-	// the event sends (rendered once, so that every attempt and every
-	// redelivery is byte-identical). Call it inside the change's transaction.
-	CreateEvent(ctx context.Context, e domain.Event, payload []byte) error
+	// CreateEvents inserts es, each with its payload (payloads[i]), the
+	// exact bytes every delivery of the event sends (rendered once, so that
+	// every attempt and every redelivery is byte-identical). Events created
+	// together take consecutive log positions, in the order given. Call it
+	// inside the change's transaction.
+	CreateEvents(ctx context.Context, es []domain.Event, payloads [][]byte) error
 	// PositionEvents gives the committed events that have no log position
 	// yet the next positions, one sequencer at a time, so that positions
 	// follow commit order; it returns how many it positioned. Readers call
