@@ -74,9 +74,15 @@ func requestError(e *gqlerror.Error) *domain.Error {
 		return &domain.Error{Code: domain.CodeNotFound, Message: e.Message}
 	}
 	param := "query"
-	// Errors in variable values carry the path variable.<name>[.field…].
+	// Errors in variable values carry the path variable.<name>[.field…]:
+	// the field's name, or, in an item of a list of input objects, the
+	// field's path from the list (inputs[3].title), as the core names a
+	// bulk request's items.
 	if len(e.Path) > 1 && e.Path[0] == ast.PathName("variable") {
 		param = lastName(e.Path)
+		if item := itemPath(e.Path); item != "" {
+			param = item
+		}
 	}
 	return &domain.Error{Code: domain.CodeValidationFailed, Message: e.Message, Param: param}
 }
@@ -104,11 +110,13 @@ var graphParams = map[string]string{
 
 // graphParam is the GraphQL name of a domain param: the page parameters'
 // GraphQL names, else the camelCase of the snake_case field (assignee_id ->
-// assigneeId, due_at -> dueAt).
+// assigneeId, due_at -> dueAt); a bulk request's items are the argument
+// inputs (inputs[3].assigneeId).
 func graphParam(p string) string {
 	if g, ok := graphParams[p]; ok {
 		return g
 	}
+	p = domain.NameItems(p, "inputs")
 	parts := strings.Split(p, "_")
 	for i := 1; i < len(parts); i++ {
 		if parts[i] != "" {
@@ -138,6 +146,22 @@ func argumentPath(path ast.Path) string {
 		}
 	}
 	return lastName(path)
+}
+
+// itemPath is the path of a field of an item of a list of input objects
+// from the list's name (variable.inputs[3].title: inputs[3].title), or ""
+// when path goes through no such item (a list of scalars' item is named
+// by its list, as before).
+func itemPath(path ast.Path) string {
+	for i := 1; i+1 < len(path); i++ {
+		if _, ok := path[i].(ast.PathIndex); !ok {
+			continue
+		}
+		if _, field := path[i+1].(ast.PathName); field {
+			return path[i-1:].String()
+		}
+	}
+	return ""
 }
 
 func lastName(path ast.Path) string {

@@ -99,6 +99,7 @@ type ComplexityRoot struct {
 		CreateAPIKey        func(childComplexity int, input model.CreateAPIKeyInput) int
 		CreateProject       func(childComplexity int, input model.CreateProjectInput) int
 		CreateTask          func(childComplexity int, projectID *string, input model.CreateTaskInput) int
+		CreateTasks         func(childComplexity int, projectID string, inputs []model.CreateTaskInput) int
 		CreateWebhook       func(childComplexity int, input model.CreateWebhookInput) int
 		DeleteTask          func(childComplexity int, id string) int
 		DeleteWebhook       func(childComplexity int, id string) int
@@ -270,6 +271,7 @@ type MutationResolver interface {
 	CreateProject(ctx context.Context, input model.CreateProjectInput) (*domain.Project, error)
 	UpdateProject(ctx context.Context, id string, input model.UpdateProjectInput) (*domain.Project, error)
 	CreateTask(ctx context.Context, projectID *string, input model.CreateTaskInput) (*model.Task, error)
+	CreateTasks(ctx context.Context, projectID string, inputs []model.CreateTaskInput) ([]model.Task, error)
 	UpdateTask(ctx context.Context, id string, input model.UpdateTaskInput) (*model.Task, error)
 	DeleteTask(ctx context.Context, id string) (*string, error)
 	CreateWebhook(ctx context.Context, input model.CreateWebhookInput) (*model.WebhookWithSecret, error)
@@ -549,6 +551,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateTask(childComplexity, args["projectId"].(*string), args["input"].(model.CreateTaskInput)), true
+	case "Mutation.createTasks":
+		if e.ComplexityRoot.Mutation.CreateTasks == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createTasks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateTasks(childComplexity, args["projectId"].(string), args["inputs"].([]model.CreateTaskInput)), true
 	case "Mutation.createWebhook":
 		if e.ComplexityRoot.Mutation.CreateWebhook == nil {
 			break
@@ -1843,6 +1856,14 @@ type Mutation {
   assigneeId that is not a member of the workspace is validation_failed.
   """
   createTask(projectId: ID, input: CreateTaskInput!): Task
+  """
+  Members and admins. Creates 1 to 500 tasks in one transaction, each as
+  createTask would: all or nothing. A bad item is validation_failed with
+  param naming it by its index (inputs[3].title), and nothing is written.
+  The tasks come back in the order given; each emits its own task.created,
+  consecutive in the event log in that order.
+  """
+  createTasks(projectId: ID!, inputs: [CreateTaskInput!]!): [Task!]
   "Members and admins. invalid_status_transition for a move the status rules forbid."
   updateTask(id: ID!, input: UpdateTaskInput!): Task
   "Members and admins. Returns the id of the deleted task."
@@ -2415,6 +2436,28 @@ func (ec *executionContext) field_Mutation_createTask_args(ctx context.Context, 
 		return nil, err
 	}
 	args["input"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createTasks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "inputs",
+		func(ctx context.Context, v any) ([]model.CreateTaskInput, error) {
+			return ec.unmarshalNCreateTaskInput2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐCreateTaskInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["inputs"] = arg1
 	return args, nil
 }
 
@@ -3953,6 +3996,50 @@ func (ec *executionContext) fieldContext_Mutation_createTask(ctx context.Context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_createTask_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createTasks(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createTasks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateTasks(ctx, fc.Args["projectId"].(string), fc.Args["inputs"].([]model.CreateTaskInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Task) graphql.Marshaler {
+			return ec.marshalOTask2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createTasks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createTasks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9100,6 +9187,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "createTasks":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createTasks(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "updateTask":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateTask(ctx, field)
@@ -11008,6 +11102,20 @@ func (ec *executionContext) unmarshalNCreateTaskInput2githubᚗcomᚋworktrack�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateTaskInput2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐCreateTaskInputᚄ(ctx context.Context, v any) ([]model.CreateTaskInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.CreateTaskInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNCreateTaskInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐCreateTaskInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) unmarshalNCreateWebhookInput2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐCreateWebhookInput(ctx context.Context, v any) (model.CreateWebhookInput, error) {
 	res, err := ec.unmarshalInputCreateWebhookInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12042,6 +12150,25 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOTask2ᚕgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Task) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := marshalInOrder(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTask2githubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalOTask2ᚖgithubᚗcomᚋworktrackᚋworktrackᚋgraphᚋmodelᚐTask(ctx context.Context, sel ast.SelectionSet, v *model.Task) graphql.Marshaler {

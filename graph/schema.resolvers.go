@@ -67,6 +67,19 @@ func (r *mutationResolver) CreateTask(ctx context.Context, projectID *string, in
 	return oneTask(ctx, t), nil
 }
 
+func (r *mutationResolver) CreateTasks(ctx context.Context, projectID string, inputs []model.CreateTaskInput) ([]model.Task, error) {
+	ins := make([]domain.TaskFields, len(inputs))
+	for i, in := range inputs {
+		ins[i] = createTaskFields(in)
+	}
+	ts, err := r.App.Tasks.CreateMany(ctx, actor(ctx), projectID, ins)
+	if err != nil {
+		return nil, err
+	}
+	loadersOf(ctx).forget()
+	return loadersOf(ctx).tasks(ctx, ts, selectedTaskRefs(ctx)), nil
+}
+
 func (r *mutationResolver) UpdateTask(ctx context.Context, id string, input model.UpdateTaskInput) (*model.Task, error) {
 	t, err := r.App.Tasks.Update(ctx, actor(ctx), id, taskPatch(input))
 	if err != nil {

@@ -69,6 +69,8 @@ func rootFields(f graphFixtures) map[string]rootField {
 			`mutation($id: ID!) { updateProject(id: $id, input: {name: "Renamed"}) { id } }`, id(f.project)},
 		"Mutation.createTask": {domain.ScopeTasksWrite,
 			`mutation($id: ID) { createTask(projectId: $id, input: {title: "t"}) { id } }`, id(f.project)},
+		"Mutation.createTasks": {domain.ScopeTasksWrite,
+			`mutation($id: ID!) { createTasks(projectId: $id, inputs: [{title: "t"}]) { id } }`, id(f.project)},
 		"Mutation.updateTask": {domain.ScopeTasksWrite,
 			`mutation($id: ID!) { updateTask(id: $id, input: {title: "u"}) { id } }`, id(f.task)},
 		"Mutation.deleteTask": {domain.ScopeTasksWrite, `mutation($id: ID!) { deleteTask(id: $id) }`, id(f.doomedTask)},

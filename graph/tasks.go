@@ -54,15 +54,21 @@ func oneTask(ctx context.Context, t domain.Task) *model.Task {
 	return &m
 }
 
+// tasks is the Task list of a mutation's tasks, their loads queued for all
+// of them at once, as taskConnection queues a page's.
+func (l *loaders) tasks(ctx context.Context, ts []domain.Task, queue taskRefs) []model.Task {
+	out := make([]model.Task, len(ts))
+	for i, t := range ts {
+		out[i] = l.task(ctx, t, queue)
+	}
+	return out
+}
+
 // taskConnection is the connection of a page of tasks. The loads queue
 // asks for are queued for every task of the page now (see task), so that the
 // tasks, marshalled one after another (marshalInOrder), never wait for a
 // batch each: whatever the page's prefetch left out of the cache is then read
 // in one batch, for all of them.
 func (l *loaders) taskConnection(ctx context.Context, p domain.Page[domain.Task], queue taskRefs) *model.TaskConnection {
-	nodes := make([]model.Task, len(p.Items))
-	for i, t := range p.Items {
-		nodes[i] = l.task(ctx, t, queue)
-	}
-	return model.NewTaskConnection(nodes, pageInfo(p), p.Cursor)
+	return model.NewTaskConnection(l.tasks(ctx, p.Items, queue), pageInfo(p), p.Cursor)
 }

@@ -118,7 +118,7 @@ func ReadObject(c *gin.Context, allowed ...string) (Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseAllowed(raw, allowed)
+	return ParseAllowed(raw, allowed)
 }
 
 // ReadOptionalObject is ReadObject for a route whose body may be left out:
@@ -131,10 +131,13 @@ func ReadOptionalObject(c *gin.Context, allowed ...string) (Object, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return Object{}, nil
 	}
-	return parseAllowed(raw, allowed)
+	return ParseAllowed(raw, allowed)
 }
 
-func parseAllowed(raw []byte, allowed []string) (Object, error) {
+// ParseAllowed is ParseObject with only the allowed fields: an unknown
+// field is validation_failed with that field as param. (ReadObject reads a
+// body with it; a bulk request parses each of its items with it.)
+func ParseAllowed(raw []byte, allowed []string) (Object, error) {
 	obj, err := ParseObject(raw)
 	if err != nil {
 		return nil, err

@@ -63,14 +63,17 @@ type scopeRoute struct {
 
 func scopeTable(f scopeFixtures) map[string]scopeRoute {
 	return map[string]scopeRoute{
-		"GET /v1/users/me":                           {domain.ScopeUsersRead, "/v1/users/me", nil, 200},
-		"GET /v1/users":                              {domain.ScopeUsersRead, "/v1/users", nil, 200},
-		"POST /v1/projects":                          {domain.ScopeProjectsWrite, "/v1/projects", map[string]any{"name": "New", "key": "NEW"}, 201},
-		"GET /v1/projects":                           {domain.ScopeProjectsRead, "/v1/projects", nil, 200},
-		"GET /v1/projects/:projectId":                {domain.ScopeProjectsRead, "/v1/projects/" + f.project, nil, 200},
-		"PATCH /v1/projects/:projectId":              {domain.ScopeProjectsWrite, "/v1/projects/" + f.project, map[string]any{"name": "Renamed"}, 200},
-		"GET /v1/projects/:projectId/tasks":          {domain.ScopeTasksRead, "/v1/projects/" + f.project + "/tasks", nil, 200},
-		"POST /v1/projects/:projectId/tasks":         {domain.ScopeTasksWrite, "/v1/projects/" + f.project + "/tasks", map[string]any{"title": "t"}, 201},
+		"GET /v1/users/me":                   {domain.ScopeUsersRead, "/v1/users/me", nil, 200},
+		"GET /v1/users":                      {domain.ScopeUsersRead, "/v1/users", nil, 200},
+		"POST /v1/projects":                  {domain.ScopeProjectsWrite, "/v1/projects", map[string]any{"name": "New", "key": "NEW"}, 201},
+		"GET /v1/projects":                   {domain.ScopeProjectsRead, "/v1/projects", nil, 200},
+		"GET /v1/projects/:projectId":        {domain.ScopeProjectsRead, "/v1/projects/" + f.project, nil, 200},
+		"PATCH /v1/projects/:projectId":      {domain.ScopeProjectsWrite, "/v1/projects/" + f.project, map[string]any{"name": "Renamed"}, 200},
+		"GET /v1/projects/:projectId/tasks":  {domain.ScopeTasksRead, "/v1/projects/" + f.project + "/tasks", nil, 200},
+		"POST /v1/projects/:projectId/tasks": {domain.ScopeTasksWrite, "/v1/projects/" + f.project + "/tasks", map[string]any{"title": "t"}, 201},
+		"POST /v1/projects/:projectId/tasks/batch": {
+			domain.ScopeTasksWrite, "/v1/projects/" + f.project + "/tasks/batch", map[string]any{"tasks": []any{map[string]any{"title": "t"}}}, 201,
+		},
 		"GET /v1/tasks":                              {domain.ScopeTasksRead, "/v1/tasks?assignee_id=me,none&sort=-due_at", nil, 200},
 		"GET /v1/tasks/counts":                       {domain.ScopeTasksRead, "/v1/tasks/counts?group_by=assignee_id", nil, 200},
 		"GET /v1/tasks/:taskId":                      {domain.ScopeTasksRead, "/v1/tasks/" + f.task, nil, 200},

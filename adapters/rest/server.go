@@ -48,6 +48,7 @@ func Mount(edge *httpedge.Edge, a *app.App, opts Options) *Server {
 	v1.PATCH("/projects/:projectId", s.handle(s.updateProject))
 	v1.GET("/projects/:projectId/tasks", s.handle(s.listTasks))
 	v1.POST("/projects/:projectId/tasks", s.handle(s.createTask))
+	v1.POST("/projects/:projectId/tasks/batch", s.handle(s.createTasks))
 	v1.GET("/tasks", s.handle(s.listAllTasks))
 	v1.GET("/tasks/counts", s.handle(s.countTasks))
 	v1.GET("/tasks/:taskId", s.handle(s.getTask))

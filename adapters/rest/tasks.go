@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -27,6 +28,57 @@ func (s *Server) createTask(c *gin.Context) error {
 	}
 	httpedge.JSON(c, http.StatusCreated, wire.FromTask(t))
 	return nil
+}
+
+// createTasks is the bulk creation: {"tasks": [TaskCreate, …]}. A bad
+// item's error names it by its index in tasks (tasks[3].title), whether
+// the item's JSON or a rule of the domain is at fault.
+func (s *Server) createTasks(c *gin.Context) error {
+	obj, err := httpedge.ReadObject(c, "tasks")
+	if err != nil {
+		return err
+	}
+	ins, err := taskBodies(obj)
+	if err == nil {
+		var ts []domain.Task
+		if ts, err = s.app.Tasks.CreateMany(c.Request.Context(), Actor(c), c.Param("projectId"), ins); err == nil {
+			httpedge.JSON(c, http.StatusCreated, wire.FromCreated(ts, wire.FromTask))
+			return nil
+		}
+	}
+	if e, ok := domain.AsError(err); ok && e.Param != "" {
+		named := *e
+		named.Param = domain.NameItems(e.Param, "tasks")
+		return &named
+	}
+	return err
+}
+
+// taskBodies reads the items of a bulk creation, each as taskBody reads
+// one creation's body; the errors name the core's items (domain.AtItem).
+func taskBodies(obj httpedge.Object) ([]domain.TaskFields, error) {
+	var items []json.RawMessage
+	if raw, ok := obj["tasks"]; !ok || json.Unmarshal(raw, &items) != nil || items == nil {
+		return nil, domain.Invalid(domain.ParamItems, "Must be an array of 1 to %d task objects.", domain.MaxBatchItems)
+	}
+	if err := domain.CheckBatchSize(len(items)); err != nil {
+		return nil, err
+	}
+	ins := make([]domain.TaskFields, len(items))
+	for i, raw := range items {
+		item, err := httpedge.ParseAllowed(raw, taskFields)
+		if err != nil {
+			if e, ok := domain.AsError(err); ok && e.Code != domain.CodeValidationFailed {
+				// Not an object: the item as a whole is at fault.
+				return nil, domain.AtItem(i, domain.Invalid("", "Must be a task object."))
+			}
+			return nil, domain.AtItem(i, err)
+		}
+		if ins[i], err = taskBody(item); err != nil {
+			return nil, domain.AtItem(i, err)
+		}
+	}
+	return ins, nil
 }
 
 // taskBody reads the task fields of a body, checking only their JSON types:

@@ -101,6 +101,22 @@ type List[T any] struct {
 	Pagination Pagination `json:"pagination"`
 }
 
+// Created is the answer to a bulk creation: every object created, in the
+// order given. It is a list, but not a page: it has no pagination.
+type Created[T any] struct {
+	Object string `json:"object"`
+	Data   []T    `json:"data"`
+}
+
+// FromCreated renders the objects of a bulk creation with render.
+func FromCreated[D, T any](items []D, render func(D) T) Created[T] {
+	out := Created[T]{Object: "list", Data: make([]T, 0, len(items))}
+	for _, it := range items {
+		out.Data = append(out.Data, render(it))
+	}
+	return out
+}
+
 // Pagination is the API's pagination object; next_cursor is null on the
 // last page.
 type Pagination struct {
