@@ -18,14 +18,14 @@ type Neighbours struct {
 	Tables      []string
 }
 
-var createTable = regexp.MustCompile(`(?i)CREATE (VIRTUAL )?TABLE (?:IF NOT EXISTS )?([a-z_][a-z0-9_]*)`)
+var createTable = regexp.MustCompile(`(?i)CREATE (VIRTUAL )?(?:TABLE|VIEW) (?:IF NOT EXISTS )?([a-z_][a-z0-9_]*)`)
 
 // fts5Shadows are the tables SQLite makes beside an FTS5 virtual table
 // (tasks_fts_data, …).
 var fts5Shadows = []string{"_config", "_content", "_data", "_docsize", "_idx"}
 
-// ownTables are the tables the migrations of the dialect make (a virtual
-// table's shadow tables included), and goose's record of them.
+// ownTables are the tables and views the migrations of the dialect make (a
+// virtual table's shadow tables included), and goose's record of them.
 func ownTables(dialect string) ([]string, error) {
 	own := []string{"goose_db_version"}
 	err := fs.WalkDir(migrations, "migrations/"+dialect, func(path string, d fs.DirEntry, err error) error {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
@@ -16,8 +13,8 @@ type projectRow struct {
 	WorkspaceID string `gorm:"column:workspace_id"`
 	Name        string `gorm:"column:name"`
 	Key         string `gorm:"column:key"`
-	TaskCount   int    `gorm:"column:task_count"`
-	// The task counts by status, kept by triggers (migration 00010).
+	// The task counts by status, kept by triggers (migrations 00010 and
+	// 00013): written as zeros at creation, read from projectsCounted.
 	OpenCount       int  `gorm:"column:open_count"`
 	InProgressCount int  `gorm:"column:in_progress_count"`
 	DoneCount       int  `gorm:"column:done_count"`
@@ -28,18 +25,26 @@ type projectRow struct {
 
 func (projectRow) TableName() string { return "projects" }
 
+// projectsCounted is the view every read of a project goes through: the
+// row with its counts exact as of the statement (on PostgreSQL, plus the
+// deltas not yet folded into the row; see FoldCounts).
+const projectsCounted = "projects_counted"
+
 func projectToRow(p domain.Project) projectRow {
 	return projectRow{
-		ID: p.ID, WorkspaceID: p.WorkspaceID, Name: p.Name, Key: p.Key, TaskCount: p.TaskCount,
+		ID: p.ID, WorkspaceID: p.WorkspaceID, Name: p.Name, Key: p.Key,
 		OpenCount: p.StatusCounts.Open, InProgressCount: p.StatusCounts.InProgress,
 		DoneCount: p.StatusCounts.Done, ArchivedCount: p.StatusCounts.Archived,
 		CreatedAt: Time(p.CreatedAt), UpdatedAt: Time(p.UpdatedAt),
 	}
 }
 
+// projectFromRow restores a project read from projectsCounted; its
+// task_count is the sum of its counts by status.
 func projectFromRow(r projectRow) (domain.Project, error) {
 	return domain.RestoreProject(domain.Project{
-		ID: r.ID, WorkspaceID: r.WorkspaceID, Name: r.Name, Key: r.Key, TaskCount: r.TaskCount,
+		ID: r.ID, WorkspaceID: r.WorkspaceID, Name: r.Name, Key: r.Key,
+		TaskCount: r.OpenCount + r.InProgressCount + r.DoneCount + r.ArchivedCount,
 		StatusCounts: domain.StatusCounts{
 			Open: r.OpenCount, InProgress: r.InProgressCount, Done: r.DoneCount, Archived: r.ArchivedCount,
 		},
@@ -72,7 +77,7 @@ func (s *ProjectStore) CreateProject(ctx context.Context, p domain.Project) erro
 // workspace. It is one statement: it is on the path of most task calls.
 func (s *ProjectStore) FindProjectByID(ctx context.Context, workspaceID, id string) (domain.Project, error) {
 	var row projectRow
-	err := s.db.conn(ctx).Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error
+	err := s.db.conn(ctx).Table(projectsCounted).Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error
 	if err != nil {
 		return domain.Project{}, notFoundOr(err, "project", id)
 	}
@@ -81,19 +86,23 @@ func (s *ProjectStore) FindProjectByID(ctx context.Context, workspaceID, id stri
 
 // FindProjectByIDForUpdate is FindProjectByID that also locks the row until
 // the transaction ends, so that concurrent updates serialise; call it inside
-// InTx. PostgreSQL locks the row (SELECT … FOR UPDATE). SQLite has no row
-// locks and needs none: its transactions begin IMMEDIATE, holding the
-// database's write lock from the start.
+// InTx. PostgreSQL locks the row FOR NO KEY UPDATE, which task creations'
+// key-share locks (the tasks' foreign key) do not wait for, and then reads
+// it through the view. SQLite has no row locks and needs none: its
+// transactions begin IMMEDIATE, holding the database's write lock from the
+// start.
 func (s *ProjectStore) FindProjectByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Project, error) {
-	var row projectRow
-	q := s.db.conn(ctx)
 	if s.db.dialect == DialectPostgres {
-		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		var locked []string
+		if err := s.db.conn(ctx).Raw("SELECT id FROM projects WHERE workspace_id = ? AND id = ? FOR NO KEY UPDATE", workspaceID, id).
+			Scan(&locked).Error; err != nil {
+			return domain.Project{}, fmt.Errorf("store: lock project: %w", err)
+		}
+		if len(locked) == 0 {
+			return domain.Project{}, domain.NotFound("project", id)
+		}
 	}
-	if err := q.Where("workspace_id = ? AND id = ?", workspaceID, id).Take(&row).Error; err != nil {
-		return domain.Project{}, notFoundOr(err, "project", id)
-	}
-	return projectFromRow(row)
+	return s.FindProjectByID(ctx, workspaceID, id)
 }
 
 // FindProjectsByIDs returns the projects of the workspace among ids, in no
@@ -104,7 +113,7 @@ func (s *ProjectStore) FindProjectsByIDs(ctx context.Context, workspaceID string
 	}
 	return inBatches(ids, func(ids []string) ([]domain.Project, error) {
 		var rows []projectRow
-		err := s.db.conn(ctx).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error
+		err := s.db.conn(ctx).Table(projectsCounted).Where("workspace_id = ? AND id IN ?", workspaceID, ids).Find(&rows).Error
 		if err != nil {
 			return nil, fmt.Errorf("store: find projects: %w", err)
 		}
@@ -115,7 +124,7 @@ func (s *ProjectStore) FindProjectsByIDs(ctx context.Context, workspaceID string
 // FindProjects lists projects ordered by (created_at, id) after f.After.
 func (s *ProjectStore) FindProjects(ctx context.Context, f ports.ProjectFilter) ([]domain.Project, error) {
 	var rows []projectRow
-	q := s.db.conn(ctx).Where("workspace_id = ?", f.WorkspaceID)
+	q := s.db.conn(ctx).Table(projectsCounted).Where("workspace_id = ?", f.WorkspaceID)
 	if f.IDs != nil {
 		q = q.Where("id IN ?", append([]string{""}, f.IDs...)) // never an empty IN list
 	}
@@ -140,21 +149,3 @@ func (s *ProjectStore) UpdateProject(ctx context.Context, p domain.Project) erro
 	return nil
 }
 
-// AddTaskCount adds delta to the project's task_count in one UPDATE, never
-// read-modify-write, so concurrent task creations and deletions cannot make
-// it drift; updated_at is left alone. resource_not_found when the project is
-// absent from the workspace. The column's CHECK refuses a negative count.
-// The counts by status are kept by triggers of the tasks table (migration
-// 00010), in the same transaction as each task's change.
-func (s *ProjectStore) AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error {
-	res := s.db.conn(ctx).Model(&projectRow{}).
-		Where("workspace_id = ? AND id = ?", workspaceID, id).
-		UpdateColumn("task_count", gorm.Expr("task_count + ?", delta))
-	if res.Error != nil {
-		return fmt.Errorf("store: add to task count: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return domain.NotFound("project", id)
-	}
-	return nil
-}

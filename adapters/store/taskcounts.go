@@ -52,7 +52,7 @@ func (s *TaskStore) CountTasks(ctx context.Context, f ports.TaskFilter, by domai
 // counters, keeping f's projects and statuses.
 func (s *TaskStore) countFromProjects(ctx context.Context, f ports.TaskFilter, by domain.TaskCountGroup) ([]domain.TaskCount, error) {
 	q := taskQuery{dialect: s.db.dialect}
-	q.write("SELECT id, open_count, in_progress_count, done_count, archived_count FROM projects WHERE workspace_id = ?", f.WorkspaceID)
+	q.write("SELECT id, open_count, in_progress_count, done_count, archived_count FROM "+projectsCounted+" WHERE workspace_id = ?", f.WorkspaceID)
 	if f.ProjectIDs != nil {
 		q.write(" AND ")
 		writeIn(&q, "id", f.ProjectIDs)

@@ -59,9 +59,6 @@ func newQueryFixture(t *testing.T, db *store.DB) queryFixture {
 		if err := db.Tasks().CreateTasks(ctx, []domain.Task{task}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Projects().AddTaskCount(ctx, f.ws.ID, task.ProjectID, 1); err != nil {
-			t.Fatal(err)
-		}
 		f.all = append(f.all, task)
 	}
 	other := newWorkspace(t, db)

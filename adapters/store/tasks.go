@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+
+	"gorm.io/gorm"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -55,6 +58,9 @@ var _ ports.TaskStore = (*TaskStore)(nil)
 func (db *DB) Tasks() *TaskStore { return &TaskStore{db: db} }
 
 // CreateTasks inserts ts, insertBatch rows a statement, in the order given.
+// The tasks' composite foreign key refuses a project that is not the
+// workspace's: resource_not_found. (The assignee's foreign key is the other
+// one; the core checks assignees before, in the same transaction.)
 func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
 	if len(ts) == 0 {
 		return nil
@@ -64,6 +70,9 @@ func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
 		rows[i] = taskToRow(t)
 	}
 	if err := s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error; err != nil {
+		if errors.Is(err, gorm.ErrForeignKeyViolated) {
+			return domain.NotFound("project", ts[0].ProjectID)
+		}
 		return fmt.Errorf("store: create tasks: %w", err)
 	}
 	return nil

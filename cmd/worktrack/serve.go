@@ -112,6 +112,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	go func() { errc <- srv.Serve(ln) }()
 	go purgeIdempotencyKeys(ctx, db.Idempotency(), log)
 	go purgeEvents(ctx, a, cfg.EventRetention, log)
+	go foldCounts(ctx, db, log)
 	go a.Live.Run(ctx)
 	m.WatchSubscriptions(a.Live.Subscriptions)
 	log.Info("listening", "addr", ln.Addr().String(), "url", base, "database", redactURL(cfg.DatabaseURL))
@@ -358,6 +359,33 @@ func purgeIdempotencyKeys(ctx context.Context, s edgeport.IdempotencyStore, log 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// foldCounts folds projects' pending count deltas into their rows every
+// second until ctx ends (store.DB.FoldCounts), until none is left each time.
+// Reads are exact either way; folding keeps the deltas a read adds few.
+func foldCounts(ctx context.Context, db *store.DB, log *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			n, err := db.FoldCounts(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("folding task counts", "error", err.Error())
+				}
+				break
+			}
+			if n == 0 {
+				break
+			}
 		}
 	}
 }

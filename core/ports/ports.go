@@ -152,12 +152,6 @@ type ProjectStore interface {
 	FindProjectByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Project, error)
 	// UpdateProject writes the mutable fields of p (name, updated_at).
 	UpdateProject(ctx context.Context, p domain.Project) error
-	// AddTaskCount adds delta to the project's task_count atomically in the
-	// database (never read-modify-write), so concurrent creates and deletes
-	// cannot make it drift. updated_at is left alone. The counts by status
-	// are the store's to keep, in the same transaction as each task's
-	// insertion, status change and deletion.
-	AddTaskCount(ctx context.Context, workspaceID, id string, delta int) error
 }
 
 // TaskFilter selects tasks of a workspace, a page at a time. Nil and false
@@ -189,7 +183,10 @@ type TaskFilter struct {
 // TaskStore persists tasks.
 type TaskStore interface {
 	// CreateTasks inserts ts, of one project, in as few statements as the
-	// database's bounds allow.
+	// database's bounds allow; resource_not_found when the project is absent
+	// from the tasks' workspace. The project's counts (task_count and the
+	// counts by status) are the store's to keep, exact after every commit of
+	// a task's insertion, status change or deletion.
 	CreateTasks(ctx context.Context, ts []domain.Task) error
 	// FindTaskByID returns resource_not_found when absent or in another workspace.
 	FindTaskByID(ctx context.Context, workspaceID, id string) (domain.Task, error)

@@ -81,6 +81,9 @@ func builders() map[string]func(ctx context.Context, h *harness) ([]string, erro
 		"wt_create_hooked": func(_ context.Context, h *harness) ([]string, error) {
 			return createLines(h.hooked, h.hooked.projects)
 		},
+		"wt_batch_create": func(_ context.Context, h *harness) ([]string, error) {
+			return batchCreateLines(h.data, h.data.projects)
+		},
 		"ref_create": func(_ context.Context, h *harness) ([]string, error) {
 			return h.refCreateLines(false)
 		},
@@ -179,6 +182,30 @@ func createLines(d *dataset, projects []projectRow) ([]string, error) {
 			return nil, err
 		}
 		out = append(out, "/v1/projects/"+projects[i%len(projects)].id+"/tasks\t"+string(b))
+	}
+	return out, nil
+}
+
+// batchSize is the tasks of one batch-create request.
+const batchSize = 100
+
+// batchCreateLines are bulk creations of batchSize tasks, one line per
+// project, half of the tasks assigned.
+func batchCreateLines(d *dataset, projects []projectRow) ([]string, error) {
+	var out []string
+	for i, p := range projects {
+		items := make([]map[string]any, batchSize)
+		for j := range items {
+			items[j] = map[string]any{"title": fmt.Sprintf("Imported under load %d.%d", i, j)}
+			if j%2 == 0 {
+				items[j]["assignee_id"] = d.users[(i+j)%len(d.users)].id
+			}
+		}
+		b, err := json.Marshal(map[string]any{"tasks": items})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, "/v1/projects/"+p.id+"/tasks/batch\t"+string(b))
 	}
 	return out, nil
 }

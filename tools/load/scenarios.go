@@ -117,6 +117,13 @@ var scenarios = []scenario{
 	{name: "rest-create-webhook", backend: backendPostgres, hooked: true, againstUnscoped: true,
 		note: `the "ref" side is Worktrack's rest-create in a workspace with no webhook; the ratio is with one / with none (target >= 0.8)`,
 		wt:   target{script: "post.lua", paths: "wt_create_hooked"}, ref: &target{script: "post.lua", paths: "wt_create"}},
+	// Bulk creation, 100 tasks a request, in tasks/s against the
+	// reference's durable create of one task a request (target: at least
+	// 5,000 tasks/s).
+	{name: "batch-create", backend: backendPostgres,
+		note: "tasks/s: 100 tasks a request against the reference's one",
+		wt:   target{script: "post.lua", paths: "wt_batch_create", perRequest: batchSize},
+		ref:  &target{script: "post.lua", paths: "ref_create", perRequest: 1}},
 }
 
 func (t target) units() float64 {
