@@ -148,4 +148,3 @@ func (s *ProjectStore) UpdateProject(ctx context.Context, p domain.Project) erro
 	}
 	return nil
 }
-

@@ -107,7 +107,7 @@ func (q *taskQuery) where(f ports.TaskFilter) {
 
 // search writes the full-text condition: every word the start of a title
 // word. On PostgreSQL the tasks.search column holds every prefix of every
-// title word (worktrack_title_prefixes, under a GIN index), so each word is
+// title word (domain.SearchPrefixes, under a GIN index), so each word is
 // an exact lexeme; SQLite asks its FTS5 index for the rowids of titles with
 // a word starting with each. Words are lowercase letters and digits only
 // (domain.SearchWords), so quoting them needs no escaping.

@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -49,6 +52,31 @@ func taskFromRow(r taskRow) (domain.Task, error) {
 	return domain.RestoreTask(t)
 }
 
+// pgTaskRow is a task as PostgreSQL stores it: with its search column, the
+// prefixes of its title's words (domain.SearchPrefixes, migration 00014).
+// SQLite's full-text index is kept by triggers of its own.
+type pgTaskRow struct {
+	Task   taskRow      `gorm:"embedded"`
+	Search searchVector `gorm:"column:search"`
+}
+
+func (pgTaskRow) TableName() string { return "tasks" }
+
+// searchVector is the search column's value: the words given, as a
+// tsvector made by the database from a text[].
+type searchVector []string
+
+// searchOf is the search column's value for a title.
+func searchOf(title string) searchVector { return domain.SearchPrefixes(title) }
+
+// GormDataType names the column's type to GORM's schema.
+func (searchVector) GormDataType() string { return "tsvector" }
+
+// GormValue writes the value as an expression of its words.
+func (v searchVector) GormValue(context.Context, *gorm.DB) clause.Expr {
+	return clause.Expr{SQL: "array_to_tsvector(?::text[])", Vars: []any{pgTextArray(v)}}
+}
+
 // TaskStore persists tasks.
 type TaskStore struct{ db *DB }
 
@@ -65,11 +93,18 @@ func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
 	if len(ts) == 0 {
 		return nil
 	}
-	rows := make([]taskRow, len(ts))
-	for i, t := range ts {
-		rows[i] = taskToRow(t)
+	var err error
+	if s.db.dialect == DialectPostgres {
+		rows := make([]pgTaskRow, len(ts))
+		for i, t := range ts {
+			rows[i] = pgTaskRow{Task: taskToRow(t), Search: searchOf(t.Title)}
+		}
+		err = s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error
+	} else {
+		rows := mapRows(ts, taskToRow)
+		err = s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error
 	}
-	if err := s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error; err != nil {
+	if err != nil {
 		if errors.Is(err, gorm.ErrForeignKeyViolated) {
 			return domain.NotFound("project", ts[0].ProjectID)
 		}
@@ -172,12 +207,16 @@ func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain
 // UpdateTask writes the mutable fields of t; resource_not_found when absent.
 func (s *TaskStore) UpdateTask(ctx context.Context, t domain.Task) error {
 	row := taskToRow(t)
+	fields := map[string]any{
+		"title": row.Title, "status": row.Status, "assignee_id": row.AssigneeID,
+		"due_at": row.DueAt, "updated_at": row.UpdatedAt,
+	}
+	if s.db.dialect == DialectPostgres {
+		fields["search"] = searchOf(t.Title)
+	}
 	res := s.db.conn(ctx).Model(&taskRow{}).
 		Where("workspace_id = ? AND id = ?", t.WorkspaceID, t.ID).
-		Updates(map[string]any{
-			"title": row.Title, "status": row.Status, "assignee_id": row.AssigneeID,
-			"due_at": row.DueAt, "updated_at": row.UpdatedAt,
-		})
+		Updates(fields)
 	if res.Error != nil {
 		return fmt.Errorf("store: update task: %w", res.Error)
 	}
@@ -198,4 +237,24 @@ func (s *TaskStore) DeleteTask(ctx context.Context, workspaceID, id string) erro
 		return domain.NotFound("task", id)
 	}
 	return nil
+}
+
+// pgTextArray is a text[] parameter, written as PostgreSQL's array literal
+// (GORM would spread a []string into a list of parameters).
+type pgTextArray []string
+
+// Value writes the array literal, every element quoted.
+func (a pgTextArray) Value() (driver.Value, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range a {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String(), nil
 }

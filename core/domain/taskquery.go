@@ -238,6 +238,30 @@ func SearchWords(s string) []string {
 	})
 }
 
+// SearchPrefixes is what a title offers a search: every start of every one
+// of its words (SearchWords), "write" giving w, wr, wri, writ and write,
+// each once. A search word matches a title that has it among these.
+func SearchPrefixes(title string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range SearchWords(title) {
+		for i := range w {
+			if i == 0 {
+				continue
+			}
+			if p := w[:i]; !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // SearchTerms are the words a search text asks the database for: its
 // words (SearchWords) without repeats, and without a word that is the
 // start of another of them ("plan" beside "planning": a title word that

@@ -166,3 +166,14 @@ func TestTaskQueryCanonical(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchPrefixes(t *testing.T) {
+	got := domain.SearchPrefixes("Café au LAIT, au lait!")
+	want := []string{"c", "ca", "caf", "café", "a", "au", "l", "la", "lai", "lait"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("SearchPrefixes = %q, want %q", got, want)
+	}
+	if got := domain.SearchPrefixes(" -- "); len(got) != 0 {
+		t.Fatalf("a title without words offers %q", got)
+	}
+}
