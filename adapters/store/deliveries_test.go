@@ -306,7 +306,7 @@ func TestPostgresWatchDeliveries(t *testing.T) {
 		if err := db.Events().CreateEvents(ctx, []domain.Event{e}, [][]byte{[]byte(`{}`)}); err != nil {
 			return err
 		}
-		if err := db.Deliveries().CreateDeliveries(ctx, []domain.Delivery{domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w, e)}); err != nil {
+		if err := db.Deliveries().CreateDeliveries(ctx, []domain.Delivery{domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w.ID, e)}); err != nil {
 			return err
 		}
 		return boom

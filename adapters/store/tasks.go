@@ -86,9 +86,9 @@ var _ ports.TaskStore = (*TaskStore)(nil)
 func (db *DB) Tasks() *TaskStore { return &TaskStore{db: db} }
 
 // CreateTasks inserts ts, insertBatch rows a statement, in the order given.
-// The tasks' composite foreign key refuses a project that is not the
-// workspace's: resource_not_found. (The assignee's foreign key is the other
-// one; the core checks assignees before, in the same transaction.)
+// The tasks' composite foreign keys refuse a project or an assignee that
+// is not the workspace's: resource_not_found, for the project (the core
+// reads which, on that path only).
 func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
 	if len(ts) == 0 {
 		return nil

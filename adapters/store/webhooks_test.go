@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func newDeliveries(t *testing.T, db *store.DB, e domain.Event, hooks ...domain.W
 	t.Helper()
 	var ds []domain.Delivery
 	for _, w := range hooks {
-		ds = append(ds, domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w, e))
+		ds = append(ds, domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w.ID, e))
 	}
 	if err := db.Deliveries().CreateDeliveries(context.Background(), ds); err != nil {
 		t.Fatalf("CreateDeliveries: %v", err)
@@ -91,18 +92,18 @@ func TestWebhookStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			newWebhook(t, db, newWorkspace(t, db), base, "task.updated")
-			got, err := s.FindSubscribedWebhooks(ctx, ws.ID, domain.EventTaskUpdated)
+			got, err := s.FindSubscribedWebhookIDs(ctx, ws.ID, domain.EventTaskUpdated)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sortByPosition(got, domain.Webhook.Position)
-			want := []domain.Webhook{a, b}
-			sortByPosition(want, domain.Webhook.Position)
+			slices.Sort(got)
+			want := []string{a.ID, b.ID}
+			slices.Sort(want)
 			equal(t, "subscribed to task.updated", got, want)
-			if got, _ := s.FindSubscribedWebhooks(ctx, ws.ID, domain.EventTaskCreated); len(got) != 1 || got[0].ID != a.ID {
+			if got, _ := s.FindSubscribedWebhookIDs(ctx, ws.ID, domain.EventTaskCreated); len(got) != 1 || got[0] != a.ID {
 				t.Fatalf("subscribed to task.created: %v", got)
 			}
-			if got, err := s.FindSubscribedWebhooks(ctx, ws.ID, domain.EventProjectUpdated); err != nil || len(got) != 0 {
+			if got, err := s.FindSubscribedWebhookIDs(ctx, ws.ID, domain.EventProjectUpdated); err != nil || len(got) != 0 {
 				t.Fatalf("subscribed to project.updated: %v %v", got, err)
 			}
 		})

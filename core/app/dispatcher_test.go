@@ -238,13 +238,13 @@ func (s *fakeWebhooks) UpdateWebhook(_ context.Context, w domain.Webhook) error 
 	return nil
 }
 
-func (s *fakeWebhooks) FindSubscribedWebhooks(_ context.Context, workspaceID string, t domain.EventType) ([]domain.Webhook, error) {
+func (s *fakeWebhooks) FindSubscribedWebhookIDs(_ context.Context, workspaceID string, t domain.EventType) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []domain.Webhook
+	var out []string
 	for _, w := range s.hooks {
 		if w.WorkspaceID == workspaceID && w.Active && w.Subscribes(t) {
-			out = append(out, w)
+			out = append(out, w.ID)
 		}
 	}
 	return out, nil

@@ -47,14 +47,14 @@ func (o *outbox) RecordEvent(ctx context.Context, es ...domain.Event) error {
 		workspaceID string
 		typ         domain.EventType
 	}
-	hooks := make(map[subscription][]domain.Webhook, 1)
+	hooks := make(map[subscription][]string, 1)
 	fanout := 0
 	for _, e := range es {
 		key := subscription{e.WorkspaceID, e.Type}
 		ws, ok := hooks[key]
 		if !ok {
 			var err error
-			if ws, err = o.webhooks.FindSubscribedWebhooks(ctx, e.WorkspaceID, e.Type); err != nil {
+			if ws, err = o.webhooks.FindSubscribedWebhookIDs(ctx, e.WorkspaceID, e.Type); err != nil {
 				return err
 			}
 			hooks[key] = ws
@@ -70,8 +70,8 @@ func (o *outbox) RecordEvent(ctx context.Context, es ...domain.Event) error {
 	}
 	ds := make([]domain.Delivery, 0, fanout)
 	for _, e := range es {
-		for _, w := range hooks[subscription{e.WorkspaceID, e.Type}] {
-			ds = append(ds, domain.NewDelivery(o.ids.NewID(domain.PrefixDelivery), w, e))
+		for _, id := range hooks[subscription{e.WorkspaceID, e.Type}] {
+			ds = append(ds, domain.NewDelivery(o.ids.NewID(domain.PrefixDelivery), id, e))
 		}
 	}
 	if err := o.deliveries.CreateDeliveries(ctx, ds); err != nil {

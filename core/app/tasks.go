@@ -93,26 +93,34 @@ func (s *Tasks) checkProject(a domain.Actor, projectID string) error {
 	return nil
 }
 
-// insert writes new tasks of one project, with their count and their
-// events, in one transaction: one creation is the one-item case. A bulk
-// creation's errors name the item at fault (domain.AtItem).
+// insert writes new tasks of one project, with their events, in one
+// transaction: one creation is the one-item case. The transaction reads
+// neither the project nor the assignees: the tasks' foreign keys refuse a
+// project or an assignee that is not the workspace's, and only then, on
+// that error's path, are they read, to answer which (the project first).
+// A bulk creation's errors name the item at fault (domain.AtItem). The
+// store counts the tasks into their project.
 func (s *Tasks) insert(ctx context.Context, a domain.Actor, ts []domain.Task, bulk bool) error {
 	events := make([]domain.Event, len(ts))
 	for i, t := range ts {
 		events[i] = newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, domain.EventTaskCreated, t, nil)
 	}
-	return s.d.Tx.InTx(ctx, func(ctx context.Context) error {
-		// The project is not read: the store refuses a project that is not
-		// the workspace's, and reading it would only lengthen the
-		// transaction. The store counts the tasks.
-		if err := s.checkAssignees(ctx, a, ts, bulk); err != nil {
-			return err
-		}
+	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
 		if err := s.d.Tasks.CreateTasks(ctx, ts); err != nil {
 			return err
 		}
 		return s.d.Events.RecordEvent(ctx, events...)
 	})
+	if !domain.IsCode(err, domain.CodeNotFound) || !slices.ContainsFunc(ts, func(t domain.Task) bool { return t.AssigneeID != nil }) {
+		return err
+	}
+	if _, perr := s.d.Projects.FindProjectByID(ctx, a.WorkspaceID, ts[0].ProjectID); perr != nil {
+		return perr
+	}
+	if aerr := s.checkAssignees(ctx, a, ts, bulk); aerr != nil {
+		return aerr
+	}
+	return err
 }
 
 // checkAssignees refuses, in one read, an assignee of ts who is not a

@@ -319,7 +319,7 @@ func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.
 		if err := s.d.EventLog.CreateEvents(ctx, []domain.Event{e}, [][]byte{payload}); err != nil {
 			return err
 		}
-		d = domain.NewDelivery(s.d.IDs.NewID(domain.PrefixDelivery), w, e)
+		d = domain.NewDelivery(s.d.IDs.NewID(domain.PrefixDelivery), w.ID, e)
 		if err := s.d.Deliveries.CreateDeliveries(ctx, []domain.Delivery{d}); err != nil {
 			return err
 		}

@@ -47,10 +47,10 @@ type Delivery struct {
 
 // NewDelivery is the delivery of event e owed to webhook w: pending, due at
 // once, its retry window opening at the event's time.
-func NewDelivery(id string, w Webhook, e Event) Delivery {
+func NewDelivery(id, webhookID string, e Event) Delivery {
 	at := Timestamp(e.CreatedAt)
 	return Delivery{
-		ID: id, WorkspaceID: w.WorkspaceID, WebhookID: w.ID, EventID: e.ID, EventType: e.Type,
+		ID: id, WorkspaceID: e.WorkspaceID, WebhookID: webhookID, EventID: e.ID, EventType: e.Type,
 		Status: DeliveryPending, NextAttemptAt: &at, WindowStart: at, CreatedAt: at,
 	}
 }

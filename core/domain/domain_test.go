@@ -150,7 +150,7 @@ func TestNewDelivery(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 123456789, time.UTC)
 	w := domain.Webhook{ID: "whk_1", WorkspaceID: "wsp_1"}
 	e := domain.Event{ID: "evt_1", WorkspaceID: "wsp_1", Type: domain.EventTaskCreated, CreatedAt: at}
-	d := domain.NewDelivery("whd_1", w, e)
+	d := domain.NewDelivery("whd_1", w.ID, e)
 	want := domain.Timestamp(at)
 	if d.Status != domain.DeliveryPending || d.Attempts != 0 || d.WebhookID != "whk_1" || d.EventID != "evt_1" ||
 		d.EventType != domain.EventTaskCreated || !d.WindowStart.Equal(want) || !d.NextAttemptAt.Equal(want) || !d.CreatedAt.Equal(want) {

@@ -183,8 +183,9 @@ type TaskFilter struct {
 // TaskStore persists tasks.
 type TaskStore interface {
 	// CreateTasks inserts ts, of one project, in as few statements as the
-	// database's bounds allow; resource_not_found when the project is absent
-	// from the tasks' workspace. The project's counts (task_count and the
+	// database's bounds allow; resource_not_found when the project, or an
+	// assignee, is absent from the tasks' workspace (the foreign keys'
+	// refusal, which does not say which). The project's counts (task_count and the
 	// counts by status) are the store's to keep, exact after every commit of
 	// a task's insertion, status change or deletion.
 	CreateTasks(ctx context.Context, ts []domain.Task) error

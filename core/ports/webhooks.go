@@ -29,10 +29,11 @@ type WebhookStore interface {
 	FindWebhookByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Webhook, error)
 	// FindWebhooks lists webhooks ordered by (created_at, id) after f.After.
 	FindWebhooks(ctx context.Context, f WebhookFilter) ([]domain.Webhook, error)
-	// FindSubscribedWebhooks returns the workspace's active webhooks whose
-	// events include t, in no order. The outbox calls it inside the
-	// transaction of the change it records.
-	FindSubscribedWebhooks(ctx context.Context, workspaceID string, t domain.EventType) ([]domain.Webhook, error)
+	// FindSubscribedWebhookIDs returns the ids of the workspace's active
+	// webhooks whose events include t, in no order. The outbox calls it
+	// inside the transaction of the change it records, for every change: it
+	// reads no secret.
+	FindSubscribedWebhookIDs(ctx context.Context, workspaceID string, t domain.EventType) ([]string, error)
 	// UpdateWebhook writes the mutable fields of w (url, events, active,
 	// secret, previous secret and its expiry, updated_at);
 	// resource_not_found when absent.
