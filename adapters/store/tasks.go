@@ -239,6 +239,10 @@ func (s *TaskStore) DeleteTask(ctx context.Context, workspaceID, id string) erro
 	return nil
 }
 
+// arrayElementEscaper escapes a quoted element of an array literal. (Built
+// once: building a Replacer per element was 40 % of a bulk creation's CPU.)
+var arrayElementEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
 // pgTextArray is a text[] parameter, written as PostgreSQL's array literal
 // (GORM would spread a []string into a list of parameters).
 type pgTextArray []string
@@ -252,7 +256,7 @@ func (a pgTextArray) Value() (driver.Value, error) {
 			b.WriteByte(',')
 		}
 		b.WriteByte('"')
-		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s))
+		b.WriteString(arrayElementEscaper.Replace(s))
 		b.WriteByte('"')
 	}
 	b.WriteByte('}')
