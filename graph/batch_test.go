@@ -64,6 +64,9 @@ func TestCreateTasksMutation(t *testing.T) {
 			{"a title of another type", []any{ok, ok, ok, map[string]any{"title": []any{"a"}}}, "inputs[3].title"},
 			{"an unknown field", []any{ok, map[string]any{"title": "a", "colour": "red"}}, "inputs[1].colour"},
 			{"a missing title", []any{map[string]any{"status": "OPEN"}}, "inputs[0].title"},
+			// A DateTime that does not parse is refused by its scalar, which
+			// cannot know its place: the path names it.
+			{"a bad dueAt", []any{ok, map[string]any{"title": "a", "dueAt": "tomorrow"}}, "inputs[1].dueAt"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				if in, ok := c.inputs.([]any); ok && len(in) > domain.MaxBatchItems {

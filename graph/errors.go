@@ -75,7 +75,7 @@ func requestError(e *gqlerror.Error) *domain.Error {
 	}
 	param := "query"
 	// Errors in variable values carry the path variable.<name>[.field…]:
-	// the field's name, or, in an item of a list of input objects, the
+	// the field's name, or, in an item of a bulk mutation's inputs, the
 	// field's path from the list (inputs[3].title), as the core names a
 	// bulk request's items.
 	if len(e.Path) > 1 && e.Path[0] == ast.PathName("variable") {
@@ -134,6 +134,9 @@ var inputArguments = []string{"filter", "orderBy"}
 // argumentPath names the field of an error's path: its path from an input
 // argument when it is under one, else its last name.
 func argumentPath(path ast.Path) string {
+	if item := itemPath(path); item != "" {
+		return item
+	}
 	for i := len(path) - 1; i >= 0; i-- {
 		if n, ok := path[i].(ast.PathName); ok && slices.Contains(inputArguments, string(n)) {
 			var names []string
@@ -148,13 +151,13 @@ func argumentPath(path ast.Path) string {
 	return lastName(path)
 }
 
-// itemPath is the path of a field of an item of a list of input objects
-// from the list's name (variable.inputs[3].title: inputs[3].title), or ""
-// when path goes through no such item (a list of scalars' item is named
-// by its list, as before).
+// itemPath is the path of a field of an item of a bulk mutation's inputs
+// from the argument (variable.inputs[3].title, createTasks.inputs[3].dueAt:
+// inputs[3].title, inputs[3].dueAt), or "" when path goes through no such
+// item (other lists' items are named by their field, as before).
 func itemPath(path ast.Path) string {
 	for i := 1; i+1 < len(path); i++ {
-		if _, ok := path[i].(ast.PathIndex); !ok {
+		if _, ok := path[i].(ast.PathIndex); !ok || path[i-1] != ast.PathName(bulkArgument) {
 			continue
 		}
 		if _, field := path[i+1].(ast.PathName); field {
@@ -163,6 +166,10 @@ func itemPath(path ast.Path) string {
 	}
 	return ""
 }
+
+// bulkArgument is the argument of a bulk mutation's items (createTasks):
+// the one list of input objects whose items' errors carry their index.
+const bulkArgument = "inputs"
 
 func lastName(path ast.Path) string {
 	for i := len(path) - 1; i >= 0; i-- {

@@ -213,3 +213,65 @@ END $$`).Error; err != nil {
 		t.Fatalf("log order %v, want the group first and whole %v (inserted numbers %v)", order, want, inserted)
 	}
 }
+
+// A sequencer run takes the oldest events up to its batch, but never part
+// of a group: were it to stop inside a group, an event committed between
+// two runs with an older number would land between the group's halves.
+// Here 4,900 single events and a group of 200 wait, one run's batch being
+// 5,000, while a transaction that drew its number before them all is still
+// open.
+func TestASequencerRunTakesAGroupWhole(t *testing.T) {
+	t.Parallel()
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	ws := newWorkspace(t, db)
+	event := func() domain.Event {
+		return domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated, CreatedAt: base}
+	}
+	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	late := event()
+	go func() {
+		done <- db.InTx(ctx, func(ctx context.Context) error {
+			err := db.Events().CreateEvents(ctx, []domain.Event{late}, [][]byte{[]byte(`{}`)})
+			close(held)
+			if err != nil {
+				return err
+			}
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	if err := db.Gorm().Exec(`INSERT INTO events (id, workspace_id, type, created_at, payload)
+		SELECT 'evt_single' || lpad(g::text, 12, '0'), ?, 'task.created', now(), convert_to('{}', 'UTF8')
+		FROM generate_series(1, 4900) AS g`, ws.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	group := make([]domain.Event, 200)
+	payloads := make([][]byte, len(group))
+	ids := make([]string, len(group))
+	for i := range group {
+		group[i], payloads[i] = event(), []byte(`{}`)
+		ids[i] = group[i].ID
+	}
+	if err := db.InTx(ctx, func(ctx context.Context) error { return db.Events().CreateEvents(ctx, group, payloads) }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.Events().PositionEvents(ctx); err != nil || n != 5100 {
+		t.Fatalf("the first run positioned %d events (%v), want the 4,900 singles and the whole group", n, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Events().PositionEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var span struct{ Lo, Hi, N int64 }
+	if err := db.Gorm().Raw("SELECT min(seq) AS lo, max(seq) AS hi, count(seq) AS n FROM events WHERE id IN ?", ids).Scan(&span).Error; err != nil {
+		t.Fatal(err)
+	}
+	if span.N != 200 || span.Hi-span.Lo != 199 {
+		t.Fatalf("the group's positions run from %d to %d (%d positioned): not consecutive", span.Lo, span.Hi, span.N)
+	}
+}

@@ -14,7 +14,8 @@ const foldLock = 0x7774666f6c64
 
 // FoldCounts folds pending count deltas (migration 00013) into their
 // projects' rows, at most foldBatch projects a call, and returns how many
-// projects it folded. A read of a project adds its pending deltas to its row
+// projects it folded. The row's task_count is set to the sum of its counts
+// by status, so that a folded row reads as a whole without the view. A read of a project adds its pending deltas to its row
 // either way, so folding changes no count anyone reads: it only keeps the
 // deltas few, so that reads stay one index probe. One statement deletes
 // every committed delta of the projects it picks and adds their sums to
@@ -54,7 +55,9 @@ UPDATE projects p SET
     open_count        = p.open_count + s.open,
     in_progress_count = p.in_progress_count + s.in_progress,
     done_count        = p.done_count + s.done,
-    archived_count    = p.archived_count + s.archived
+    archived_count    = p.archived_count + s.archived,
+    task_count        = p.open_count + s.open + p.in_progress_count + s.in_progress
+                      + p.done_count + s.done + p.archived_count + s.archived
 FROM sums s WHERE p.id = s.project_id`, foldBatch)
 		folded = int(res.RowsAffected)
 		return res.Error

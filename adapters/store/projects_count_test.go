@@ -118,6 +118,15 @@ func TestTaskCountsStayExactUnderConcurrentWritersAndFolds(t *testing.T) {
 			}
 		}
 		check("after the last fold")
+		// The row's own task_count column is whole too, for readers of the
+		// table rather than the view.
+		var column int64
+		if err := db.Gorm().Raw("SELECT task_count FROM projects WHERE id = ?", p.ID).Scan(&column).Error; err != nil {
+			t.Fatal(err)
+		}
+		if int(column) != want.Open+want.InProgress+want.Done+want.Archived {
+			t.Fatalf("projects.task_count %d, the tasks are %+v", column, want)
+		}
 		if db.Dialect() == store.DialectPostgres {
 			var left int64
 			if err := db.Gorm().Raw("SELECT count(*) FROM project_count_deltas").Scan(&left).Error; err != nil {

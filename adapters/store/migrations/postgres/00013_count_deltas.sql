@@ -9,8 +9,11 @@
 -- with another's. Reads see the view projects_counted: the row's counts plus
 -- the project's deltas, exact after every commit. Each server folds the deltas
 -- into the rows every second (store.FoldCounts), so few are ever pending.
--- task_count is the sum of the counts by status: the column task_count is no
--- longer read or written.
+-- task_count is the sum of the counts by status; the fold keeps the column
+-- task_count equal to it, so that a folded row reads whole without the view.
+-- A server of an earlier version reads the rows and counts into task_count
+-- itself, so it must not run beside this one: stop the servers of earlier
+-- versions before the first of this version starts (docs/deploy.md).
 
 -- +goose Up
 CREATE TABLE project_count_deltas (

@@ -3,9 +3,13 @@
 -- by a generated column: computing them in SQL was half of a task insertion's
 -- database time (0.21 of 0.40 ms a row, measured with 5,000 single-row inserts),
 -- where the server computes them in microseconds (docs/performance.md#creates).
--- A writer that leaves search null on insertion (a bulk load with COPY, say), or
--- changes a title without it, still gets it computed here, by the SQL rule of
--- migration 00010.
+-- A writer that leaves search null on insertion (a bulk load with COPY, say)
+-- still gets it computed here, by the SQL rule of migration 00010; one that
+-- changes a title by hand must set search too. (A trigger on title changes could
+-- not tell a hand-made change from the server's own, whose prefixes may equal
+-- the old ones, and would overwrite the server's rule with the SQL one.) Rows
+-- written before this migration keep the SQL rule's prefixes, the same for
+-- titles of letters and digits.
 
 -- +goose Up
 ALTER TABLE tasks ALTER COLUMN search DROP EXPRESSION;
@@ -20,6 +24,3 @@ $$;
 -- +goose StatementEnd
 CREATE TRIGGER tasks_fill_search_insert BEFORE INSERT ON tasks
     FOR EACH ROW WHEN (NEW.search IS NULL) EXECUTE FUNCTION worktrack_fill_search();
-CREATE TRIGGER tasks_fill_search_update BEFORE UPDATE OF title ON tasks
-    FOR EACH ROW WHEN (OLD.title IS DISTINCT FROM NEW.title AND OLD.search IS NOT DISTINCT FROM NEW.search)
-    EXECUTE FUNCTION worktrack_fill_search();
