@@ -363,6 +363,10 @@ func purgeIdempotencyKeys(ctx context.Context, s edgeport.IdempotencyStore, log 
 	}
 }
 
+// foldDeadline bounds one fold's statements, as API statements are bounded
+// (WORKTRACK_DB_STATEMENT_TIMEOUT's default).
+const foldDeadline = 5 * time.Second
+
 // foldCounts folds projects' pending count deltas into their rows every
 // second until ctx ends (store.DB.FoldCounts), until none is left each time.
 // Reads are exact either way; folding keeps the deltas a read adds few.
@@ -376,7 +380,11 @@ func foldCounts(ctx context.Context, db *store.DB, log *slog.Logger) {
 		case <-t.C:
 		}
 		for ctx.Err() == nil {
-			n, err := db.FoldCounts(ctx)
+			// A fold is bounded like an API statement: it moves at most
+			// foldBatch projects' deltas, and gives up after the deadline.
+			fctx, cancel := context.WithTimeout(ctx, foldDeadline)
+			n, err := db.FoldCounts(fctx)
+			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
 					log.Warn("folding task counts", "error", err.Error())
