@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -150,13 +151,14 @@ func main() {
 	peak = max(peak, rss(srv.cmd.Process.Pid))
 
 	var lat []time.Duration
-	var received, duplicates, missing, errs int
+	var received, duplicates, missing, errs, retries int
 	for i, s := range subs {
 		s.close()
 		s.mu.Lock()
 		lat = append(lat, s.latencies...)
 		received += len(s.latencies)
 		duplicates += s.duplicates
+		retries += s.retries
 		if s.err != nil {
 			errs++
 		}
@@ -172,6 +174,7 @@ func main() {
 	fmt.Println()
 	fmt.Printf("subscriptions: %d idle on one process (PostgreSQL), one socket each, %d per project\n", *flagSubs, *flagSubs / *flagProjects)
 	fmt.Printf("| measure | value | target |\n|---|---|---|\n")
+	fmt.Printf("| subscribes refused for now (too_many_requests) and retried | %d | |\n", retries)
 	fmt.Printf("| RSS before the subscriptions | %.1f MB | |\n", mb(before))
 	fmt.Printf("| RSS with %d idle subscriptions | %.1f MB (+%.1f MB) | <= +100 MB |\n", *flagSubs, mb(idle), mb(idle-before))
 	fmt.Printf("| peak RSS during the writes | %.1f MB (+%.1f MB) | |\n", mb(peak), mb(peak-before))
@@ -196,6 +199,7 @@ type subscriber struct {
 	seen       map[string]bool
 	latencies  []time.Duration
 	duplicates int
+	retries    int // subscribes refused with too_many_requests and sent again
 	err        error
 }
 
@@ -236,9 +240,13 @@ func subscribe(ctx context.Context, base, key, project string) *subscriber {
 	if _, data, err := conn.Read(ctx); err != nil || !strings.Contains(string(data), `"connection_ack"`) {
 		fail("connection_init: %s %v", data, err)
 	}
-	send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query":     "subscription($p: ID) { events(projectId: $p, types: [TASK_CREATED]) { id createdAt task { id title } } }",
-		"variables": map[string]any{"p": project}}})
+	attempt := 1
+	start := func() {
+		send(map[string]any{"id": strconv.Itoa(attempt), "type": "subscribe", "payload": map[string]any{
+			"query":     "subscription($p: ID) { events(projectId: $p, types: [TASK_CREATED]) { id createdAt task { id title } } }",
+			"variables": map[string]any{"p": project}}})
+	}
+	start()
 	s := &subscriber{conn: conn, cancel: cancel, done: make(chan struct{}), seen: map[string]bool{}}
 	go func() {
 		defer close(s.done)
@@ -265,6 +273,21 @@ func subscribe(ctx context.Context, base, key, project string) *subscriber {
 			case "connection_ack", "pong":
 			case "ping":
 				send(map[string]any{"type": "pong"})
+			case "error":
+				// A subscribe refused for a limit that passes (the workspace's
+				// share of the database, while a thousand dashboards open at
+				// once) is retried after a backoff, as a graphql-ws client
+				// with retries does; any other error ends the subscriber.
+				if !refusedForNow(m.Payload) || attempt > maxSubscribeAttempts {
+					s.fail(fmt.Errorf("subscribe: %s", data))
+					return
+				}
+				s.mu.Lock()
+				s.retries++
+				s.mu.Unlock()
+				time.Sleep(backoff(attempt))
+				attempt++
+				start()
 			case "next":
 				var p struct {
 					Data struct {
@@ -292,6 +315,28 @@ func subscribe(ctx context.Context, base, key, project string) *subscriber {
 		}
 	}()
 	return s
+}
+
+// maxSubscribeAttempts bounds a subscriber's retries of a refused subscribe.
+const maxSubscribeAttempts = 10
+
+// refusedForNow says whether an error message's payload is a refusal that
+// a later attempt may pass: too_many_requests.
+func refusedForNow(payload json.RawMessage) bool {
+	var errs []struct {
+		Extensions struct {
+			Code string `json:"code"`
+		} `json:"extensions"`
+	}
+	return json.Unmarshal(payload, &errs) == nil && len(errs) > 0 && errs[0].Extensions.Code == "too_many_requests"
+}
+
+// backoff is the wait before a subscriber's next attempt: 100 ms doubled
+// at each attempt up to 2 s, less up to half of it at random so that
+// refused subscribers do not come back together.
+func backoff(attempt int) time.Duration {
+	d := min(100*time.Millisecond<<(attempt-1), 2*time.Second)
+	return d - time.Duration(rand.Int64N(int64(d/2)))
 }
 
 func (s *subscriber) fail(err error) {
@@ -430,6 +475,7 @@ func startServer(bin, dbURL string) *server {
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	must(cmd.Start())
 	s := &server{cmd: cmd, base: "http://" + addr, pprof: pprofAddr}
+	running.Store(s)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if res, err := http.Get(s.base + "/readyz"); err == nil {
@@ -486,7 +532,14 @@ func must(err error) {
 	}
 }
 
+// running is the server started, which fail stops: exiting does not run
+// main's deferred stop, and a server left behind would keep logging.
+var running atomic.Pointer[server]
+
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "subload: FAILED: "+format+"\n", args...)
+	if s := running.Load(); s != nil {
+		s.stop()
+	}
 	os.Exit(1)
 }
