@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"gorm.io/gorm"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/store"
@@ -21,6 +22,7 @@ import (
 	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 	"github.com/worktrack/worktrack/graph/server"
 )
 
@@ -866,4 +868,72 @@ func createTitled(t *testing.T, e *liveEnv, projectID string, n int, title strin
 			t.Fatalf("create %d: %d %s", i, res.Status, res.Body)
 		}
 	}
+}
+
+// A subscribe while the workspace uses its whole share of the database is
+// refused with an error message (too_many_requests), not a closed socket;
+// another workspace subscribes meanwhile, and the same subscribe sent again
+// once the share is free delivers events.
+func TestSubscribeRefusedForTheDatabaseShareCanBeSentAgain(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, apitest.Settings{})
+		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Share", "key": "SHR"})
+		prj.ExpectStatus(t, http.StatusCreated)
+		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		c.ack()
+		o := dialWS(t, e.URL, nil, bearer(e.Other.Key))
+		o.ack()
+
+		// Acme's one slot is held by a request whose statement stalls.
+		var on atomic.Bool
+		var stalled atomic.Int64
+		release := make(chan struct{})
+		err := db.Gorm().Callback().Query().Before("gorm:query").Register("test:stall-share", func(tx *gorm.DB) {
+			scope, ok := ports.DBScopeOf(tx.Statement.Context)
+			if !on.Load() || !ok || scope.WorkspaceID != e.Workspace.ID || tx.Error != nil {
+				return
+			}
+			stalled.Add(1)
+			select {
+			case <-tx.Statement.Context.Done():
+				_ = tx.AddError(tx.Statement.Context.Err())
+			case <-release:
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetBudget(store.Budget{StatementTimeout: time.Minute, WorkspaceShare: 1, WorkspaceQueue: 0})
+		on.Store(true)
+		held := make(chan int, 1)
+		go func() { held <- e.Get("/v1/projects", e.Member.Key).Status }()
+		for i := 0; stalled.Load() == 0; i++ {
+			if i == 2000 {
+				t.Fatal("the holding request never reached its statement")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+
+		c.subscribe("1", eventsSubscription, nil)
+		if f := c.failure("1", 10*time.Second); f.Extensions["code"] != "too_many_requests" {
+			t.Fatalf("subscribe past the share: %v", f)
+		}
+		o.subscribe("o", eventsSubscription, nil)
+		waitForSubscriptions(t, e, 1) // Globex's
+
+		on.Store(false)
+		close(release)
+		if code := <-held; code != http.StatusOK {
+			t.Fatalf("the holding request: %d", code)
+		}
+		c.subscribe("2", eventsSubscription, map[string]any{"types": []string{"TASK_CREATED"}})
+		waitForSubscriptions(t, e, 2)
+		e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "After"}).
+			ExpectStatus(t, http.StatusCreated)
+		if ev := c.event("2", 10*time.Second); ev["type"] != "TASK_CREATED" {
+			t.Fatalf("event after the retried subscribe: %v", ev)
+		}
+		o.quiet(200 * time.Millisecond)
+	})
 }
