@@ -336,7 +336,7 @@ func refusedForNow(payload json.RawMessage) bool {
 // refused subscribers do not come back together.
 func backoff(attempt int) time.Duration {
 	d := min(100*time.Millisecond<<(attempt-1), 2*time.Second)
-	return d - time.Duration(rand.Int64N(int64(d/2)))
+	return d - time.Duration(rand.Int64N(int64(d/2))) //nolint:gosec // jitter, not a secret
 }
 
 func (s *subscriber) fail(err error) {
