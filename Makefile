@@ -34,8 +34,9 @@ GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_CACHE           ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/worktrack/tools
 GOLANGCI_LINT         := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-# The files gqlgen owns or reads; check-generate fails when they drift.
-GENERATED_PATHS := graph schema.graphql gqlgen.yml
+# The files gqlgen and oapi-codegen own or read; check-generate fails when
+# they drift.
+GENERATED_PATHS := graph schema.graphql gqlgen.yml client/types.gen.go client/oapi-codegen.yaml adapters/rest/openapi.yaml
 
 .DEFAULT_GOAL := help
 
@@ -176,9 +177,10 @@ fmt-check: ## fail, listing them, when some Go files are not gofmt-formatted
 # graph/lists.go).
 INORDER_TYPES := Task,TaskEdge
 
-generate: ## regenerate the GraphQL layer from schema.graphql and gqlgen.yml
+generate: ## regenerate the GraphQL layer (schema.graphql, gqlgen.yml) and the Go client's types (adapters/rest/openapi.yaml)
 	$(GO) tool gqlgen generate
 	$(GO) run ./tools/gqlgen-inorder -types '$(INORDER_TYPES)' graph/generated.go
+	$(GO) tool oapi-codegen -config client/oapi-codegen.yaml adapters/rest/openapi.yaml
 
 schema-check: ## validate schema.graphql with graphql-js (installed from npm into tools/schema-check)
 	npm ci --prefix tools/schema-check --no-audit --no-fund
@@ -228,7 +230,7 @@ webhook-verify: ## install the standardwebhooks npm package into tools/webhook-v
 graphql-ws-client: ## install the graphql-ws npm client into tools/graphql-ws-client (the subscription tests run it)
 	npm ci --prefix tools/graphql-ws-client --no-audit --no-fund
 
-check-generate: ## fail when regenerating changes or adds files under graph/
+check-generate: ## fail when regenerating changes or adds generated files (graph/, client/types.gen.go)
 	@if [ ! -f gqlgen.yml ]; then \
 		echo "check-generate: no gqlgen.yml yet, skipping"; \
 		exit 0; \
