@@ -47,8 +47,13 @@ all: lint test build ## lint, test and build
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# The build says it is building: on a fresh machine it downloads the modules
+# and compiles for a few minutes before the server prints anything.
 run: ## serve on 127.0.0.1:8080 with the embedded SQLite default (worktrack.db)
-	$(GO) run -tags '$(BUILD_TAGS)' ./cmd/worktrack serve
+	@echo "make run: building bin/worktrack (the first build on a machine downloads and compiles for a few minutes; later ones take seconds)..."
+	@CGO_ENABLED=0 $(GO) build -tags '$(BUILD_TAGS)' -o bin/worktrack ./cmd/worktrack
+	@echo "make run: starting the server (Ctrl-C stops it)"
+	bin/worktrack serve
 
 # `worktrack version` reports these; override them for a release build:
 # make build VERSION=v1.2.0
