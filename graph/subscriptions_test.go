@@ -927,6 +927,10 @@ func TestSubscribeRefusedForTheDatabaseShareCanBeSentAgain(t *testing.T) {
 		if code := <-held; code != http.StatusOK {
 			t.Fatalf("the holding request: %d", code)
 		}
+		// The share is free again, with a queue as in production (with
+		// none, the socket's own periodic key check could take the one
+		// slot at the moment of the subscribe).
+		db.SetBudget(store.DefaultBudget(db.MaxOpenConns()))
 		c.subscribe("2", eventsSubscription, map[string]any{"types": []string{"TASK_CREATED"}})
 		waitForSubscriptions(t, e, 2)
 		e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "After"}).
