@@ -40,7 +40,7 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml client/types.gen.go client/oa
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql check-binaries test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql check-binaries test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers test-client-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -145,6 +145,19 @@ test-containers: ## the tests that need Docker: the testcontainers path and the 
 	echo "testcontainers: image $${WORKTRACK_TEST_PG_IMAGE:-found by storetest (postgres:16-alpine, else $(TEST_PG_IMAGE) with Ryuk off)}, host: $${TESTCONTAINERS_HOST_OVERRIDE:-(found by testcontainers)}"; \
 	echo '$(GO) test -race -count=1 -run '"'"'^($(CONTAINER_TESTS))$$'"'"' $(TESTFLAGS) $(CONTAINER_PACKAGES)'; \
 	$(TEST_GOFLAGS) $(GO) test -race -count=1 -run '^($(CONTAINER_TESTS))$$' $(TESTFLAGS) $(CONTAINER_PACKAGES)
+
+# client/worktracktest's own tests start IMAGE (make image) with a PostgreSQL
+# through testcontainers, drive it with the client, and run tools/downstream
+# (a module of its own) against it. Offline, the PostgreSQL is make
+# test-image's and Ryuk is off (its image comes from a registry).
+test-client-containers: ## client/worktracktest against IMAGE (make image first) and tools/downstream through it
+	@if [ -z "$${TESTCONTAINERS_HOST_OVERRIDE+set}" ] && [ -n '$(TC_HOST_OVERRIDE)' ]; then \
+		export TESTCONTAINERS_HOST_OVERRIDE='$(TC_HOST_OVERRIDE)'; \
+	fi; \
+	export WORKTRACK_IMAGE='$(IMAGE)' WORKTRACK_REQUIRE_DOCKER=1 \
+		WORKTRACK_POSTGRES_IMAGE="$${WORKTRACK_POSTGRES_IMAGE:-$(TEST_PG_IMAGE)}" \
+		TESTCONTAINERS_RYUK_DISABLED="$${TESTCONTAINERS_RYUK_DISABLED:-true}"; \
+	$(TEST_GOFLAGS) $(GO) test -count=1 -v -run '^(TestRun|TestDownstreamProgram)$$' ./client/worktracktest
 
 clean-containers: ## remove PostgreSQL test containers left by test binaries that died
 	@ids="$$(docker ps -aq --filter label=org.worktrack.storetest)"; \
