@@ -31,6 +31,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5"
+
+	wt "github.com/worktrack/worktrack/client"
 )
 
 var (
@@ -102,6 +104,12 @@ func main() {
 		saveHeap(srv.pprof, *flagHeap+".goroutines", "goroutine")
 	}
 
+	// The writes go through the Go client, as an integration's would: a
+	// create refused for now (429: the workspace's share of the database,
+	// which its own thousand subscriptions' loads also use; 503) is sent
+	// again after Retry-After, with the same idempotency key.
+	refused := &refusalCounter{rt: http.DefaultTransport}
+	writer := wt.New(srv.base, keys[0], wt.WithHTTPClient(&http.Client{Transport: refused, Timeout: 30 * time.Second}), wt.WithMaxRetries(8))
 	fmt.Fprintf(os.Stderr, "subload: creating %d tasks a second for %s...\n", *flagRate, *flagDuration)
 	created := map[string]int{} // per project
 	var mu sync.Mutex
@@ -116,8 +124,10 @@ func main() {
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
-			if _, err := api.tryPost("/v1/projects/"+prj+"/tasks", map[string]any{"title": fmt.Sprint("Task ", n)}); err != nil {
-				failed.Add(1)
+			if _, err := writer.Tasks.Create(ctx, prj, wt.TaskCreate{Title: fmt.Sprint("Task ", n)}); err != nil {
+				if failed.Add(1) == 1 {
+					fmt.Fprintf(os.Stderr, "subload: a create failed: %v\n", err)
+				}
 				return
 			}
 			mu.Lock()
@@ -175,6 +185,7 @@ func main() {
 	fmt.Printf("subscriptions: %d idle on one process (PostgreSQL), one socket each, %d per project\n", *flagSubs, *flagSubs / *flagProjects)
 	fmt.Printf("| measure | value | target |\n|---|---|---|\n")
 	fmt.Printf("| subscribes refused for now (too_many_requests) and retried | %d | |\n", retries)
+	fmt.Printf("| creates refused for now (429, 503) and retried by the client | %d | |\n", refused.n.Load())
 	fmt.Printf("| RSS before the subscriptions | %.1f MB | |\n", mb(before))
 	fmt.Printf("| RSS with %d idle subscriptions | %.1f MB (+%.1f MB) | <= +100 MB |\n", *flagSubs, mb(idle), mb(idle-before))
 	fmt.Printf("| peak RSS during the writes | %.1f MB (+%.1f MB) | |\n", mb(peak), mb(peak-before))
@@ -315,6 +326,20 @@ func subscribe(ctx context.Context, base, key, project string) *subscriber {
 		}
 	}()
 	return s
+}
+
+// refusalCounter counts the answers 429 and 503 that pass through it.
+type refusalCounter struct {
+	rt http.RoundTripper
+	n  atomic.Int64
+}
+
+func (r *refusalCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := r.rt.RoundTrip(req)
+	if err == nil && (res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable) {
+		r.n.Add(1)
+	}
+	return res, err
 }
 
 // maxSubscribeAttempts bounds a subscriber's retries of a refused subscribe.
