@@ -14,6 +14,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/wire"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 const (
@@ -120,8 +121,12 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 	c.Writer = w
 	c.Next()
 	c.Writer = w.ResponseWriter
-	// The outcome is recorded even if the client went away meanwhile.
-	ctx := context.WithoutCancel(c.Request.Context())
+	// The outcome is recorded even if the client went away meanwhile, and
+	// outside the workspace's share of the database (with the statement
+	// deadline still): a request refused for that share (429) must still
+	// release its key, or every retry would find it "still running" until
+	// the lease lapsed.
+	ctx := ports.WithDBScope(context.WithoutCancel(c.Request.Context()), "")
 	if st := w.Status(); st >= 200 && st < 300 {
 		body := w.buf.Bytes()
 		if b, ok := c.Get(replayBodyKey); ok {

@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -129,4 +130,53 @@ func refusals(t *testing.T, m *metrics.Metrics, reason string) float64 {
 	}
 	t.Fatalf("no refusals sample for %s", reason)
 	return 0
+}
+
+// A POST refused for its workspace's share of the database still releases
+// its Idempotency-Key, though the share is full when it does: the same
+// request sent again runs (201), rather than finding the key "still
+// running" (409) until the key's lease lapses.
+func TestARefusedPostReleasesItsIdempotencyKeyWithTheShareFull(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		prj := newProject(t, e, "IDM")
+		var on atomic.Bool
+		var stalled atomic.Int64
+		release := make(chan struct{})
+		stallWorkspace(t, db, e.Workspace.ID, &on, release, &stalled)
+		db.SetBudget(store.Budget{StatementTimeout: 300 * time.Millisecond, WorkspaceShare: 1, WorkspaceQueue: 1})
+		// The task's insert fails (as a refusal would); before it ends, a
+		// read of the workspace queues for the slot, takes it when the
+		// insert's transaction ends, and holds it while the POST records
+		// its outcome.
+		held := make(chan int, 1)
+		var failOnce atomic.Bool
+		err := db.Gorm().Callback().Create().Before("gorm:create").Register("test:refuse-first-task", func(tx *gorm.DB) {
+			if tx.Statement.Table != "tasks" || !failOnce.CompareAndSwap(false, true) {
+				return
+			}
+			on.Store(true)
+			go func() { held <- e.Get("/v1/projects", e.Member.Key).Status }()
+			for i := 0; stalled.Load() == 0 && i < 40; i++ {
+				time.Sleep(5 * time.Millisecond) // the read is queued behind this transaction meanwhile
+			}
+			_ = tx.AddError(errors.New("refused for the test"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		send := func() *apitest.Response {
+			return e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/projects/" + prj + "/tasks", Key: e.Member.Key,
+				Body: map[string]any{"title": "Once"}, Header: map[string]string{"Idempotency-Key": "refused-then-retried"}})
+		}
+		if res := send(); res.Status < 400 {
+			t.Fatalf("the first attempt: %d, want a failure", res.Status)
+		}
+		on.Store(false)
+		close(release)
+		<-held
+		res := send()
+		res.ExpectStatus(t, http.StatusCreated)
+	})
 }
