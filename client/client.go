@@ -227,7 +227,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			// The attempt whose connection failed deleted it.
 			return nil
 		}
-		if (res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable) && attempt < c.retries {
+		// 429 and 503 pass; so does 409 idempotency_key_in_use, an earlier
+		// attempt of this very request still running on the server.
+		retryable := res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable ||
+			(res.StatusCode == http.StatusConflict && apiErr.Code == "idempotency_key_in_use")
+		if retryable && attempt < c.retries {
 			wait := apiErr.RetryAfter
 			if wait <= 0 {
 				wait = c.wait(attempt + 1)

@@ -204,3 +204,77 @@ func TestServiceUnavailableIsRetried(t *testing.T) {
 		expectError(t, err, http.StatusServiceUnavailable, "service_unavailable")
 	})
 }
+
+// A create sent again while its first attempt still runs on the server
+// (409 idempotency_key_in_use) is retried, and gets the first attempt's
+// task once it has finished: one task.
+//
+// PostgreSQL only: on SQLite, one writer at a time, the second attempt
+// waits for the first's transaction instead of finding its key in use.
+func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
+	t.Parallel()
+	db := storetest.Postgres(t)
+	func() {
+		s := serve(t, db, apitest.Settings{})
+		ctx := context.Background()
+		p := must[*client.Project](t)(s.member.Projects.Create(ctx, client.ProjectCreate{Name: "Twice", Key: "TWC"}))
+		var stalls atomic.Int64
+		stalled, release := make(chan struct{}), make(chan struct{})
+		err := db.Gorm().Callback().Create().Before("gorm:create").Register("test:stall-first-task", func(tx *gorm.DB) {
+			if tx.Statement.Table != "tasks" || stalls.Add(1) != 1 {
+				return
+			}
+			close(stalled)
+			<-release
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := client.WithIdempotencyKey(ctx, "twice-"+p.ID)
+		first := make(chan *client.Task, 1)
+		go func() {
+			task, err := s.member.Tasks.Create(key, p.ID, client.TaskCreate{Title: "Once"})
+			if err != nil {
+				t.Error(err)
+			}
+			first <- task
+		}()
+		<-stalled
+		counted := &statusTransport{}
+		c := client.New(s.URL, s.Env.Member.Key, client.WithHTTPClient(&http.Client{Transport: counted}),
+			client.WithBackoff(20*time.Millisecond, 20*time.Millisecond))
+		second := make(chan *client.Task, 1)
+		go func() {
+			task, err := c.Tasks.Create(key, p.ID, client.TaskCreate{Title: "Once"})
+			if err != nil {
+				t.Error(err)
+			}
+			second <- task
+		}()
+		for i := 0; counted.conflicts.Load() == 0; i++ {
+			if i == 2000 {
+				t.Fatal("the second attempt was never answered 409 idempotency_key_in_use")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(release)
+		a, b := <-first, <-second
+		if a == nil || b == nil || a.ID != b.ID {
+			t.Fatalf("first %+v, second %+v: want one task", a, b)
+		}
+		if all := collect(t, s.member.Tasks.List(ctx, client.TaskListParams{ProjectIDs: []string{p.ID}})); len(all) != 1 {
+			t.Fatalf("%d tasks, want 1", len(all))
+		}
+	}()
+}
+
+// statusTransport counts the 409 answers it passes on.
+type statusTransport struct{ conflicts atomic.Int64 }
+
+func (s *statusTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && res.StatusCode == http.StatusConflict {
+		s.conflicts.Add(1)
+	}
+	return res, err
+}
