@@ -241,8 +241,9 @@ func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
 		}()
 		<-stalled
 		counted := &statusTransport{}
+		// Retries enough to outlast the first attempt on a busy machine.
 		c := client.New(s.URL, s.Env.Member.Key, client.WithHTTPClient(&http.Client{Transport: counted}),
-			client.WithBackoff(20*time.Millisecond, 20*time.Millisecond))
+			client.WithBackoff(20*time.Millisecond, 20*time.Millisecond), client.WithMaxRetries(500))
 		second := make(chan *client.Task, 1)
 		go func() {
 			task, err := c.Tasks.Create(key, p.ID, client.TaskCreate{Title: "Once"})
