@@ -3,6 +3,9 @@ package rest_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +136,78 @@ func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
 		if count("events") != events+1 || count("webhook_deliveries") != dels+1 {
 			t.Fatal("a committed change recorded no event")
 		}
+	})
+}
+
+// A create reads the webhooks it owes deliveries to with its event's
+// insert: its statements are the task's insert, the event's, and the
+// deliveries' when a webhook is subscribed, and no read of the webhooks of
+// its own. A webhook created, disabled or unsubscribed is seen by the next
+// create; another workspace's webhooks never are.
+func TestACreateReadsItsSubscribersWithItsEvent(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		counter := storetest.CountStatements(db)
+		prj := newProject(t, e, "OUT")
+		other := e.Send(http.MethodPost, "/v1/projects", e.Other.Key, map[string]any{"name": "Globex", "key": "GLX"})
+		other.ExpectStatus(t, http.StatusCreated)
+		// Globex subscribes to everything; Acme's creates must not see it.
+		e.Send(http.MethodPost, "/v1/webhooks", e.Other.Key, map[string]any{
+			"url": "https://93.184.215.14/globex", "events": []string{"task.created"},
+		}).ExpectStatus(t, http.StatusCreated)
+
+		seen := map[string]bool{} // deliveries owed before this create
+		create := func(want ...string) {
+			t.Helper()
+			counter.Reset()
+			id := newTask(t, e, prj, map[string]any{"title": "Counted"}).Str("id")
+			var kinds []string
+			for _, s := range counter.Statements() {
+				switch s = strings.NewReplacer(`"`, "", "`", "").Replace(s); {
+				case strings.HasPrefix(s, "INSERT INTO tasks "):
+					kinds = append(kinds, "tasks")
+				case strings.HasPrefix(s, "INSERT INTO events "):
+					kinds = append(kinds, "events")
+				case strings.HasPrefix(s, "INSERT INTO webhook_deliveries "):
+					kinds = append(kinds, "deliveries")
+				default:
+					kinds = append(kinds, s)
+				}
+			}
+			if !slices.Equal(kinds, []string{"tasks", "events"}) && !slices.Equal(kinds, append([]string{"tasks", "events"}, "deliveries")) {
+				t.Fatalf("a create ran %q", counter.Statements())
+			}
+			var rows []struct{ ID, WebhookID string }
+			if err := db.Gorm().Raw("SELECT id, webhook_id FROM webhook_deliveries").Scan(&rows).Error; err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range rows {
+				if !seen[r.ID] {
+					seen[r.ID] = true
+					got = append(got, r.WebhookID)
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("task %s: new deliveries to %v, want %v", id, got, want)
+			}
+			if (len(want) > 0) != slices.Contains(kinds, "deliveries") {
+				t.Fatalf("deliveries %v written by %q", want, counter.Statements())
+			}
+		}
+
+		create()
+		a := newWebhook(t, e, "https://93.184.215.14/a", "task.created").Str("id")
+		b := newWebhook(t, e, "https://93.184.215.14/b", "task.created", "task.updated").Str("id")
+		u := newWebhook(t, e, "https://93.184.215.14/u", "task.updated").Str("id")
+		create(a, b)
+		e.Send(http.MethodPatch, "/v1/webhooks/"+a, e.Admin.Key, map[string]any{"active": false}).ExpectStatus(t, http.StatusOK)
+		e.Send(http.MethodPatch, "/v1/webhooks/"+u, e.Admin.Key, map[string]any{"events": []string{"task.created"}}).ExpectStatus(t, http.StatusOK)
+		create(b, u)
+		e.Send(http.MethodDelete, "/v1/webhooks/"+b, e.Admin.Key, nil).ExpectStatus(t, http.StatusNoContent)
+		create(u)
 	})
 }

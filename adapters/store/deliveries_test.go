@@ -303,7 +303,7 @@ func TestPostgresWatchDeliveries(t *testing.T) {
 	boom := errors.New("boom")
 	err = db.InTx(ctx, func(ctx context.Context) error {
 		e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated, CreatedAt: base}
-		if err := db.Events().CreateEvents(ctx, []domain.Event{e}, [][]byte{[]byte(`{}`)}); err != nil {
+		if _, err := db.Events().CreateEvents(ctx, []domain.Event{e}, [][]byte{[]byte(`{}`)}); err != nil {
 			return err
 		}
 		if err := db.Deliveries().CreateDeliveries(ctx, []domain.Delivery{domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w.ID, e)}); err != nil {

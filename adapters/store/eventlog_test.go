@@ -113,7 +113,8 @@ func TestEventsCreatedTogetherTakeConsecutivePositions(t *testing.T) {
 						ids[i] = es[i].ID
 					}
 					if err := db.InTx(ctx, func(ctx context.Context) error {
-						return db.Events().CreateEvents(ctx, es, payloads)
+						_, err := db.Events().CreateEvents(ctx, es, payloads)
+						return err
 					}); err != nil {
 						errs <- err
 						return
@@ -189,7 +190,10 @@ END $$`).Error; err != nil {
 		es[i] = domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated, CreatedAt: base}
 	}
 	payloads := [][]byte{[]byte(other), []byte(`{}`), []byte(`{}`)}
-	if err := db.InTx(ctx, func(ctx context.Context) error { return db.Events().CreateEvents(ctx, es, payloads) }); err != nil {
+	if err := db.InTx(ctx, func(ctx context.Context) error {
+		_, err := db.Events().CreateEvents(ctx, es, payloads)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var inserted []int64
@@ -232,7 +236,7 @@ func TestASequencerRunTakesAGroupWhole(t *testing.T) {
 	late := event()
 	go func() {
 		done <- db.InTx(ctx, func(ctx context.Context) error {
-			err := db.Events().CreateEvents(ctx, []domain.Event{late}, [][]byte{[]byte(`{}`)})
+			_, err := db.Events().CreateEvents(ctx, []domain.Event{late}, [][]byte{[]byte(`{}`)})
 			close(held)
 			if err != nil {
 				return err
@@ -254,7 +258,10 @@ func TestASequencerRunTakesAGroupWhole(t *testing.T) {
 		group[i], payloads[i] = event(), []byte(`{}`)
 		ids[i] = group[i].ID
 	}
-	if err := db.InTx(ctx, func(ctx context.Context) error { return db.Events().CreateEvents(ctx, group, payloads) }); err != nil {
+	if err := db.InTx(ctx, func(ctx context.Context) error {
+		_, err := db.Events().CreateEvents(ctx, group, payloads)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := db.Events().PositionEvents(ctx); err != nil || n != 5100 {

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -17,8 +20,6 @@ type eventRow struct {
 	CreatedAt   Time    `gorm:"column:created_at"`
 	Seq         *int64  `gorm:"column:seq"`
 	Payload     []byte  `gorm:"column:payload"`
-	// LogGroup is written, never read: see CreateEvents.
-	LogGroup *int64 `gorm:"column:log_group;->:false;<-:create"`
 }
 
 func (eventRow) TableName() string { return "events" }
@@ -48,35 +49,91 @@ func (db *DB) Events() *EventStore { return &EventStore{db: db} }
 // PostgreSQL, more than one event get a log_group drawn just before them
 // (migration 00012), so that the sequencer positions them one after another
 // although concurrent transactions draw inserted numbers between theirs.
-func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloads [][]byte) error {
+//
+// The insert also returns, for each event, the ids of its workspace's
+// active webhooks subscribed to its type (subscribersSQL), read by the same
+// statement and so as of the same moment as a separate read in the
+// transaction would have: the outbox's fan-out costs a create no statement
+// of its own.
+func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloads [][]byte) ([][]string, error) {
 	if len(es) != len(payloads) {
-		return fmt.Errorf("store: create events: %d events, %d payloads", len(es), len(payloads))
+		return nil, fmt.Errorf("store: create events: %d events, %d payloads", len(es), len(payloads))
 	}
 	if len(es) == 0 {
-		return nil
+		return nil, nil
 	}
 	var group *int64
 	if len(es) > 1 && s.db.dialect == DialectPostgres {
 		var g int64
 		if err := s.db.conn(ctx).Raw("SELECT nextval(pg_get_serial_sequence('events', 'inserted'))").Scan(&g).Error; err != nil {
-			return fmt.Errorf("store: create events: %w", err)
+			return nil, fmt.Errorf("store: create events: %w", err)
 		}
 		group = &g
 	}
-	rows := make([]eventRow, len(es))
+	subscribers := make([][]string, len(es))
+	at := make(map[string]int, len(es))
 	for i, e := range es {
-		rows[i] = eventRow{ID: e.ID, WorkspaceID: e.WorkspaceID, Type: string(e.Type), CreatedAt: Time(e.CreatedAt),
-			Payload: payloads[i], LogGroup: group}
-		if p := e.ProjectID(); p != "" {
-			rows[i].ProjectID = &p
-		}
+		at[e.ID] = i
 	}
 	// Rows are inserted in the order given, so their inserted numbers
 	// (rowids on SQLite) follow it.
-	if err := s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error; err != nil {
-		return fmt.Errorf("store: create events: %w", err)
+	for start := 0; start < len(es); start += insertBatch {
+		chunk := es[start:min(start+insertBatch, len(es))]
+		var q strings.Builder
+		q.WriteString("INSERT INTO events (id, workspace_id, type, project_id, created_at, payload, log_group) VALUES ")
+		args := make([]any, 0, 7*len(chunk))
+		for i, e := range chunk {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			var project *string
+			if p := e.ProjectID(); p != "" {
+				project = &p
+			}
+			args = append(args, e.ID, e.WorkspaceID, string(e.Type), project, Time(e.CreatedAt), payloads[start+i], group)
+		}
+		q.WriteString(" RETURNING id, ")
+		q.WriteString(subscribersSQL(s.db.dialect))
+		err := s.db.read(ctx, q.String(), args, func(rows rowScanner) error {
+			for rows.Next() {
+				var (
+					id   string
+					subs sql.NullString
+				)
+				if err := rows.Scan(&id, &subs); err != nil {
+					return err
+				}
+				i, ok := at[id]
+				if !ok {
+					return fmt.Errorf("an event %q that was not inserted", id)
+				}
+				if subs.Valid && subs.String != "" {
+					subscribers[i] = strings.Split(subs.String, ",")
+					slices.Sort(subscribers[i])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: create events: %w", err)
+		}
 	}
-	return nil
+	return subscribers, nil
+}
+
+// subscribersSQL is, in an INSERT … RETURNING of events, the ids of the
+// event's workspace's active webhooks whose events (a JSON array of type
+// names) include the event's type, joined by commas (ids hold none), or
+// NULL. A workspace has at most 20 webhooks, read by the index on
+// workspace_id.
+func subscribersSQL(dialect string) string {
+	if dialect == DialectPostgres {
+		return `(SELECT string_agg(w.id, ',') FROM webhooks w WHERE w.workspace_id = events.workspace_id AND w.active
+    AND strpos(w.events, '"' || events.type || '"') > 0)`
+	}
+	return `(SELECT group_concat(w.id, ',') FROM webhooks w WHERE w.workspace_id = events.workspace_id AND w.active
+    AND instr(w.events, '"' || events.type || '"') > 0)`
 }
 
 // positionBatch bounds one sequencer transaction.

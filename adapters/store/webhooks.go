@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"gorm.io/gorm/clause"
 
@@ -208,34 +207,6 @@ func (s *WebhookStore) FindWebhooks(ctx context.Context, f ports.WebhookFilter) 
 		return nil, fmt.Errorf("store: list webhooks: %w", err)
 	}
 	return s.db.webhooksFromRows(rows)
-}
-
-// FindSubscribedWebhookIDs returns the ids of the workspace's active
-// webhooks whose events include t. It reads their ids and event lists only:
-// every change's outbox calls it, and opening each webhook's sealed secrets
-// and headers for it cost every create in a workspace with webhooks. A
-// workspace has few webhooks, so the event filter runs here rather than in
-// dialect-specific JSON SQL.
-func (s *WebhookStore) FindSubscribedWebhookIDs(ctx context.Context, workspaceID string, t domain.EventType) ([]string, error) {
-	var rows []struct {
-		ID     string
-		Events string
-	}
-	if err := s.db.conn(ctx).Model(&webhookRow{}).Select("id", "events").Where("workspace_id = ? AND active", workspaceID).
-		Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("store: find subscribed webhooks: %w", err)
-	}
-	var out []string
-	for _, r := range rows {
-		var names []string
-		if err := json.Unmarshal([]byte(r.Events), &names); err != nil {
-			return nil, fmt.Errorf("store: webhook %s: bad events %q: %w", r.ID, r.Events, err)
-		}
-		if slices.Contains(names, string(t)) {
-			out = append(out, r.ID)
-		}
-	}
-	return out, nil
 }
 
 // UpdateWebhook writes the mutable fields of w; resource_not_found when

@@ -30,7 +30,7 @@ func newEvent(t *testing.T, db *store.DB, ws domain.Workspace, typ domain.EventT
 	t.Helper()
 	e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: typ, CreatedAt: domain.Timestamp(at)}
 	payload := []byte(fmt.Sprintf(`{"id":%q,"object":"event","data":{"title":"caf\u00e9 \u003c\u003e"}}`, e.ID))
-	if err := db.Events().CreateEvents(context.Background(), []domain.Event{e}, [][]byte{payload}); err != nil {
+	if _, err := db.Events().CreateEvents(context.Background(), []domain.Event{e}, [][]byte{payload}); err != nil {
 		t.Fatalf("CreateEvent: %v", err)
 	}
 	return e, payload
@@ -83,6 +83,8 @@ func TestWebhookStore(t *testing.T) {
 		})
 
 		t.Run("subscribed", func(t *testing.T) {
+			// CreateEvents answers each event's subscribers: the active
+			// webhooks of its own workspace whose events include its type.
 			ws := newWorkspace(t, db)
 			a := newWebhook(t, db, ws, base, "task.created", "task.updated")
 			b := newWebhook(t, db, ws, base, "task.updated")
@@ -91,20 +93,46 @@ func TestWebhookStore(t *testing.T) {
 			if err := s.UpdateWebhook(ctx, inactive); err != nil {
 				t.Fatal(err)
 			}
-			newWebhook(t, db, newWorkspace(t, db), base, "task.updated")
-			got, err := s.FindSubscribedWebhookIDs(ctx, ws.ID, domain.EventTaskUpdated)
+			other := newWorkspace(t, db)
+			c := newWebhook(t, db, other, base, "task.updated")
+			ab := []string{a.ID, b.ID}
+			slices.Sort(ab)
+			types := []struct {
+				ws   domain.Workspace
+				typ  domain.EventType
+				want []string
+			}{
+				{ws, domain.EventTaskUpdated, ab},
+				{ws, domain.EventTaskCreated, []string{a.ID}},
+				{ws, domain.EventProjectUpdated, nil},
+				{other, domain.EventTaskUpdated, []string{c.ID}},
+				{other, domain.EventTaskCreated, nil},
+			}
+			// More events than one INSERT carries, so that the answers of
+			// every statement are matched to their events.
+			n := 2*1000 + len(types)
+			es, payloads := make([]domain.Event, n), make([][]byte, n)
+			for i := range es {
+				ty := types[i%len(types)]
+				es[i] = domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ty.ws.ID, Type: ty.typ, CreatedAt: domain.Timestamp(base)}
+				payloads[i] = []byte(`{}`)
+			}
+			var got [][]string
+			err := db.InTx(ctx, func(ctx context.Context) error {
+				var err error
+				got, err = db.Events().CreateEvents(ctx, es, payloads)
+				return err
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			slices.Sort(got)
-			want := []string{a.ID, b.ID}
-			slices.Sort(want)
-			equal(t, "subscribed to task.updated", got, want)
-			if got, _ := s.FindSubscribedWebhookIDs(ctx, ws.ID, domain.EventTaskCreated); len(got) != 1 || got[0] != a.ID {
-				t.Fatalf("subscribed to task.created: %v", got)
+			if len(got) != n {
+				t.Fatalf("%d answers for %d events", len(got), n)
 			}
-			if got, err := s.FindSubscribedWebhookIDs(ctx, ws.ID, domain.EventProjectUpdated); err != nil || len(got) != 0 {
-				t.Fatalf("subscribed to project.updated: %v %v", got, err)
+			for i := range es {
+				if want := types[i%len(types)].want; !slices.Equal(got[i], want) {
+					t.Fatalf("event %d (%s in %s): subscribers %v, want %v", i, es[i].Type, es[i].WorkspaceID, got[i], want)
+				}
 			}
 		})
 

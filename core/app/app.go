@@ -86,7 +86,7 @@ func New(d Deps, o Options) *App {
 	wake, logged := NewSignal(), NewSignal()
 	tx := hookedTx{inner: d.Tx}
 	events := &outbox{
-		ids: d.IDs, webhooks: d.Webhooks, events: d.EventLog, deliveries: d.Deliveries,
+		ids: d.IDs, events: d.EventLog, deliveries: d.Deliveries,
 		payloads: d.Payloads, wake: wake, logged: logged,
 	}
 	auth := NewAuth(AuthDeps{Keys: d.Keys, Clock: d.Clock}, o.Auth)

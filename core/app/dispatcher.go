@@ -170,7 +170,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 		d: d, opts: o, log: o.Logger, adm: newAdmission(o.Workers, o.PerWebhook, o.PerWorkspace), freed: make(chan struct{}, 1),
 		finishes: make(chan domain.Outcome, o.Workers),
 		events: &outbox{
-			ids: d.IDs, webhooks: d.Webhooks, events: d.EventLog, deliveries: d.Deliveries,
+			ids: d.IDs, events: d.EventLog, deliveries: d.Deliveries,
 			payloads: d.Payloads, wake: d.Wake, logged: d.Logged,
 		},
 	}

@@ -244,7 +244,9 @@ func (s *fakeWebhooks) UpdateWebhook(_ context.Context, w domain.Webhook) error 
 	return nil
 }
 
-func (s *fakeWebhooks) FindSubscribedWebhookIDs(_ context.Context, workspaceID string, t domain.EventType) ([]string, error) {
+// subscribers are the active webhooks of the workspace subscribed to t,
+// sorted, as the store's CreateEvents returns them.
+func (s *fakeWebhooks) subscribers(workspaceID string, t domain.EventType) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -253,22 +255,29 @@ func (s *fakeWebhooks) FindSubscribedWebhookIDs(_ context.Context, workspaceID s
 			out = append(out, w.ID)
 		}
 	}
-	return out, nil
+	slices.Sort(out)
+	return out
 }
 
-// fakeEventLog records the events the dispatcher logs.
+// fakeEventLog records the events the dispatcher logs, and answers their
+// subscribers from hooks.
 type fakeEventLog struct {
 	ports.EventStore
+	hooks *fakeWebhooks
 
 	mu     sync.Mutex
 	events []domain.Event
 }
 
-func (l *fakeEventLog) CreateEvents(_ context.Context, es []domain.Event, _ [][]byte) error {
+func (l *fakeEventLog) CreateEvents(_ context.Context, es []domain.Event, _ [][]byte) ([][]string, error) {
+	subs := make([][]string, len(es))
+	for i, e := range es {
+		subs[i] = l.hooks.subscribers(e.WorkspaceID, e.Type)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, es...)
-	return nil
+	return subs, nil
 }
 
 type fakePayloads struct{}
@@ -355,9 +364,10 @@ type dispatchRig struct {
 }
 
 func newRig() *dispatchRig {
+	hooks := &fakeWebhooks{hooks: map[string]domain.Webhook{}}
 	return &dispatchRig{
 		clock: newFakeClock(), store: newFakeDeliveries(), sender: newFakeSender(),
-		webhooks: &fakeWebhooks{hooks: map[string]domain.Webhook{}}, events: &fakeEventLog{},
+		webhooks: hooks, events: &fakeEventLog{hooks: hooks},
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 // afterwards, at least once.
 type outbox struct {
 	ids        ports.IDGenerator
-	webhooks   ports.WebhookStore
 	events     ports.EventStore
 	deliveries ports.DeliveryStore
 	payloads   ports.PayloadRenderer
@@ -26,10 +25,10 @@ type outbox struct {
 var _ ports.EventRecorder = (*outbox)(nil)
 
 // RecordEvent renders each payload once (every attempt and redelivery sends
-// these exact bytes), stores the events and fans them out: one lookup of
-// the subscribed webhooks per workspace and event type, one insertion of the events and
-// one of their deliveries. The local dispatcher is woken after the
-// transaction commits; dispatchers of other processes are woken by the
+// these exact bytes), stores the events, which also reads the webhooks
+// subscribed to each (ports.EventStore.CreateEvents), and fans them out:
+// one insertion of their deliveries. The local dispatcher is woken after
+// the transaction commits; dispatchers of other processes are woken by the
 // store, where the database can.
 func (o *outbox) RecordEvent(ctx context.Context, es ...domain.Event) error {
 	if len(es) == 0 {
@@ -43,34 +42,21 @@ func (o *outbox) RecordEvent(ctx context.Context, es ...domain.Event) error {
 		}
 		payloads[i] = payload
 	}
-	type subscription struct {
-		workspaceID string
-		typ         domain.EventType
-	}
-	hooks := make(map[subscription][]string, 1)
-	fanout := 0
-	for _, e := range es {
-		key := subscription{e.WorkspaceID, e.Type}
-		ws, ok := hooks[key]
-		if !ok {
-			var err error
-			if ws, err = o.webhooks.FindSubscribedWebhookIDs(ctx, e.WorkspaceID, e.Type); err != nil {
-				return err
-			}
-			hooks[key] = ws
-		}
-		fanout += len(ws)
-	}
-	if err := o.events.CreateEvents(ctx, es, payloads); err != nil {
+	subscribers, err := o.events.CreateEvents(ctx, es, payloads)
+	if err != nil {
 		return err
 	}
 	afterCommit(ctx, o.logged.Notify)
+	fanout := 0
+	for _, ids := range subscribers {
+		fanout += len(ids)
+	}
 	if fanout == 0 {
 		return nil
 	}
 	ds := make([]domain.Delivery, 0, fanout)
-	for _, e := range es {
-		for _, id := range hooks[subscription{e.WorkspaceID, e.Type}] {
+	for i, e := range es {
+		for _, id := range subscribers[i] {
 			ds = append(ds, domain.NewDelivery(o.ids.NewID(domain.PrefixDelivery), id, e))
 		}
 	}

@@ -316,7 +316,7 @@ func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.
 		if err != nil {
 			return err
 		}
-		if err := s.d.EventLog.CreateEvents(ctx, []domain.Event{e}, [][]byte{payload}); err != nil {
+		if _, err := s.d.EventLog.CreateEvents(ctx, []domain.Event{e}, [][]byte{payload}); err != nil {
 			return err
 		}
 		d = domain.NewDelivery(s.d.IDs.NewID(domain.PrefixDelivery), w.ID, e)

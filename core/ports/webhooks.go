@@ -29,11 +29,6 @@ type WebhookStore interface {
 	FindWebhookByIDForUpdate(ctx context.Context, workspaceID, id string) (domain.Webhook, error)
 	// FindWebhooks lists webhooks ordered by (created_at, id) after f.After.
 	FindWebhooks(ctx context.Context, f WebhookFilter) ([]domain.Webhook, error)
-	// FindSubscribedWebhookIDs returns the ids of the workspace's active
-	// webhooks whose events include t, in no order. The outbox calls it
-	// inside the transaction of the change it records, for every change: it
-	// reads no secret.
-	FindSubscribedWebhookIDs(ctx context.Context, workspaceID string, t domain.EventType) ([]string, error)
 	// UpdateWebhook writes the mutable fields of w (url, events, active,
 	// secret, previous secret and its expiry, updated_at);
 	// resource_not_found when absent.
@@ -55,8 +50,12 @@ type EventStore interface {
 	// exact bytes every delivery of the event sends (rendered once, so that
 	// every attempt and every redelivery is byte-identical). Events created
 	// together take consecutive log positions, in the order given. Call it
-	// inside the change's transaction.
-	CreateEvents(ctx context.Context, es []domain.Event, payloads [][]byte) error
+	// inside the change's transaction. It returns, for each event, the ids
+	// of its workspace's active webhooks subscribed to its type (sorted;
+	// none is nil), as the transaction sees them: what the outbox fans the
+	// event out to, read with the insert rather than by a statement of its
+	// own, and without any webhook's secret.
+	CreateEvents(ctx context.Context, es []domain.Event, payloads [][]byte) ([][]string, error)
 	// PositionEvents gives the committed events that have no log position
 	// yet the next positions, one sequencer at a time, so that positions
 	// follow commit order; it returns how many it positioned. Readers call
