@@ -5,15 +5,15 @@ import (
 	"fmt"
 )
 
-// foldBatch bounds the projects one fold moves deltas of.
-const foldBatch = 500
+// FoldBatch bounds the projects one fold moves deltas of.
+const FoldBatch = 500
 
 // foldLock is the advisory lock key that lets one fold run at a time across
 // every process of a database ("wtfold").
 const foldLock = 0x7774666f6c64
 
 // FoldCounts folds pending count deltas (migration 00013) into their
-// projects' rows, at most foldBatch projects a call, and returns how many
+// projects' rows, at most FoldBatch projects a call, and returns how many
 // projects it folded. The row's task_count is set to the sum of its counts
 // by status, so that a folded row reads as a whole without the view. A read of a project adds its pending deltas to its row
 // either way, so folding changes no count anyone reads: it only keeps the
@@ -58,7 +58,7 @@ UPDATE projects p SET
     archived_count    = p.archived_count + s.archived,
     task_count        = p.open_count + s.open + p.in_progress_count + s.in_progress
                       + p.done_count + s.done + p.archived_count + s.archived
-FROM sums s WHERE p.id = s.project_id`, foldBatch)
+FROM sums s WHERE p.id = s.project_id`, FoldBatch)
 		folded = int(res.RowsAffected)
 		return res.Error
 	})
