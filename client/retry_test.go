@@ -220,8 +220,8 @@ func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
 		p := must[*client.Project](t)(s.member.Projects.Create(ctx, client.ProjectCreate{Name: "Twice", Key: "TWC"}))
 		var stalls atomic.Int64
 		stalled, release := make(chan struct{}), make(chan struct{})
-		err := db.Gorm().Callback().Create().Before("gorm:create").Register("test:stall-first-task", func(tx *gorm.DB) {
-			if tx.Statement.Table != "tasks" || stalls.Add(1) != 1 {
+		err := db.Gorm().Callback().Raw().Before("gorm:raw").Register("test:stall-first-task", func(tx *gorm.DB) {
+			if !strings.HasPrefix(tx.Statement.SQL.String(), "INSERT INTO tasks ") || stalls.Add(1) != 1 {
 				return
 			}
 			close(stalled)

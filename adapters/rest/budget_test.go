@@ -152,8 +152,8 @@ func TestARefusedPostReleasesItsIdempotencyKeyWithTheShareFull(t *testing.T) {
 		// its outcome.
 		held := make(chan int, 1)
 		var failOnce atomic.Bool
-		err := db.Gorm().Callback().Create().Before("gorm:create").Register("test:refuse-first-task", func(tx *gorm.DB) {
-			if tx.Statement.Table != "tasks" || !failOnce.CompareAndSwap(false, true) {
+		err := db.Gorm().Callback().Raw().Before("gorm:raw").Register("test:refuse-first-task", func(tx *gorm.DB) {
+			if !strings.HasPrefix(tx.Statement.SQL.String(), "INSERT INTO tasks ") || !failOnce.CompareAndSwap(false, true) {
 				return
 			}
 			on.Store(true)

@@ -4,6 +4,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // timeLayout is how instants are stored in SQLite, which has no time type and
@@ -15,6 +17,14 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 // Time is a non-null time column. It writes timeLayout and reads both a
 // time.Time (PostgreSQL) and text (SQLite).
 type Time time.Time
+
+// TimestamptzValue gives PostgreSQL's driver the instant itself, to the
+// microsecond as timeLayout writes it: pgx then encodes it in binary
+// rather than parsing the text Value writes, which cost a create under load
+// a tenth of the server's time.
+func (t Time) TimestamptzValue() (pgtype.Timestamptz, error) {
+	return pgtype.Timestamptz{Time: time.Time(t).UTC().Truncate(time.Microsecond), Valid: true}, nil
+}
 
 // Value implements driver.Valuer.
 func (t Time) Value() (driver.Value, error) {
@@ -55,6 +65,14 @@ func (n NullTime) Ptr() *time.Time {
 	}
 	t := n.Time
 	return &t
+}
+
+// TimestamptzValue is Time's, or NULL.
+func (n NullTime) TimestamptzValue() (pgtype.Timestamptz, error) {
+	if !n.Valid {
+		return pgtype.Timestamptz{}, nil
+	}
+	return Time(n.Time).TimestamptzValue()
 }
 
 // Value implements driver.Valuer.
