@@ -131,18 +131,11 @@ func (s *DeliveryStore) RescheduleDelivery(ctx context.Context, d domain.Deliver
 // FinishDelivery writes an attempt's outcome and ends the lease, only while
 // owner holds it.
 func (s *DeliveryStore) FinishDelivery(ctx context.Context, d domain.Delivery, owner string) (bool, error) {
-	row := deliveryToRow(d)
-	res := s.db.conn(ctx).Model(&deliveryRow{}).
-		Where("id = ? AND locked_by = ?", d.ID, owner).
-		Updates(map[string]any{
-			"status": row.Status, "attempts": row.Attempts, "last_attempt_at": row.LastAttemptAt,
-			"last_status_code": row.LastStatusCode, "last_error": row.LastError, "next_attempt_at": row.NextAttemptAt,
-			"lease_until": nil, "locked_by": nil,
-		})
-	if res.Error != nil {
-		return false, fmt.Errorf("store: finish delivery: %w", res.Error)
+	written, err := s.finishOutcomes(ctx, owner, []domain.Outcome{{Delivery: d}})
+	if err != nil {
+		return false, fmt.Errorf("store: finish delivery: %w", err)
 	}
-	return res.RowsAffected == 1, nil
+	return written[d.ID], nil
 }
 
 // ReleaseDeliveries ends owner's leases on ids.

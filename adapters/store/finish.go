@@ -9,164 +9,177 @@ import (
 	"github.com/worktrack/worktrack/core/domain"
 )
 
-// finishManySQL writes many outcomes in one statement (PostgreSQL), and
-// moves the failure spans of their webhooks in the same statement: the
-// VALUES list carries one row per outcome, typed by the casts of its first
-// row; only rows owner still holds are written, and only those count. A
-// webhook whose span is already clear is not written when its attempts
-// succeed, so the common case writes no webhook row.
-const finishManySQL = `WITH v(id, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, attempted) AS (VALUES %s),
-fin AS (
-	UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempts,
-		last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code, last_error = v.last_error,
-		next_attempt_at = v.next_attempt_at, lease_until = NULL, locked_by = NULL
-	FROM v WHERE d.id = v.id AND d.locked_by = ?
-	RETURNING d.webhook_id, v.status, v.last_attempt_at, v.attempted),
-agg AS (
-	SELECT webhook_id, bool_or(status = ?) AS ok, min(last_attempt_at) AS first_at, count(*) AS n
-	FROM fin WHERE attempted GROUP BY webhook_id),
-spans AS (
-	UPDATE webhooks w SET
-		failing_since = CASE WHEN a.ok THEN NULL ELSE coalesce(w.failing_since, a.first_at) END,
-		failed_attempts = CASE WHEN a.ok THEN 0 ELSE w.failed_attempts + a.n END
-	FROM agg a
-	WHERE w.id = a.webhook_id AND (NOT a.ok OR w.failing_since IS NOT NULL OR w.failed_attempts <> 0)
-	RETURNING w.id, w.workspace_id, w.active, w.failing_since, w.failed_attempts, a.ok)
-SELECT (SELECT count(*) FROM fin) AS written, s.id, s.workspace_id, s.active, s.failing_since, s.failed_attempts
-FROM (SELECT 1) AS one LEFT JOIN spans s ON NOT s.ok`
-
-// spanRow is a webhook's failure span as the statements above return it.
-type spanRow struct {
-	Written        int64    `gorm:"column:written"`
-	ID             *string  `gorm:"column:id"`
-	WorkspaceID    string   `gorm:"column:workspace_id"`
-	Active         bool     `gorm:"column:active"`
-	FailingSince   NullTime `gorm:"column:failing_since"`
-	FailedAttempts int      `gorm:"column:failed_attempts"`
-}
-
-func (r spanRow) span() domain.FailureSpan {
-	return domain.FailureSpan{WebhookID: *r.ID, WorkspaceID: r.WorkspaceID, Active: r.Active,
-		FailingSince: r.FailingSince.Ptr(), FailedAttempts: r.FailedAttempts}
-}
-
 // FinishDeliveries writes the outcomes of many attempts, each only while
 // owner holds its lease, moves their webhooks' failure spans, and returns
-// how many it wrote and the spans of the webhooks whose attempts failed. On
-// PostgreSQL that is one statement, so that a dispatcher finishing
-// hundreds of attempts a second spends one round trip per batch; on SQLite,
-// whose writes are serialised anyway, single-row updates in one transaction.
+// how many it wrote and the spans of the webhooks whose attempts failed.
+// Both databases run the same two statements in one transaction, so that a
+// dispatcher finishing hundreds of attempts a second spends two round trips
+// per batch, and the rule that moves a span is written once: spanMoves says
+// what the written attempts say of each webhook, moveSpansSQL applies it.
 func (s *DeliveryStore) FinishDeliveries(ctx context.Context, owner string, outs []domain.Outcome) (int64, []domain.FailureSpan, error) {
 	if len(outs) == 0 {
 		return 0, nil, nil
 	}
-	if s.db.dialect != DialectPostgres {
-		return s.finishEach(ctx, owner, outs)
-	}
-	const first = "(?::text, ?::text, ?::integer, ?::timestamptz, ?::integer, ?::text, ?::timestamptz, ?::boolean)"
-	const rest = "(?, ?, ?, ?, ?, ?, ?, ?)"
-	var values strings.Builder
-	args := make([]any, 0, 8*len(outs)+2)
-	for i, o := range outs {
-		if i == 0 {
-			values.WriteString(first)
-		} else {
-			values.WriteString(", " + rest)
+	var (
+		written int64
+		spans   []domain.FailureSpan
+	)
+	err := s.db.InTx(ctx, func(ctx context.Context) error {
+		ids, err := s.finishOutcomes(ctx, owner, outs)
+		if err != nil {
+			return err
 		}
-		r := deliveryToRow(o.Delivery)
-		args = append(args, r.ID, r.Status, r.Attempts, r.LastAttemptAt, r.LastStatusCode, r.LastError, r.NextAttemptAt, o.Attempted)
-	}
-	args = append(args, owner, string(domain.DeliverySucceeded))
-	var rows []spanRow
-	if err := s.db.conn(ctx).Raw(fmt.Sprintf(finishManySQL, values.String()), args...).Scan(&rows).Error; err != nil {
+		written = int64(len(ids))
+		spans, err = s.moveSpans(ctx, spanMoves(outs, ids))
+		return err
+	})
+	if err != nil {
 		return 0, nil, fmt.Errorf("store: finish deliveries: %w", err)
-	}
-	var written int64
-	var spans []domain.FailureSpan
-	for _, r := range rows {
-		written = r.Written
-		if r.ID != nil {
-			spans = append(spans, r.span())
-		}
 	}
 	return written, spans, nil
 }
 
-// attemptsOf is what one batch's written attempts say of a webhook: one
-// succeeded, or how many failed, the first when.
-type attemptsOf struct {
-	ok    bool
-	first time.Time
-	n     int
+// finishOutcomes writes the outcomes owner still holds the leases of, in
+// one statement, and returns the ids it wrote.
+func (s *DeliveryStore) finishOutcomes(ctx context.Context, owner string, outs []domain.Outcome) (map[string]bool, error) {
+	var q strings.Builder
+	q.WriteString("WITH v(id, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at) AS (VALUES ")
+	s.db.writeRows(&q, len(outs), "text", "text", "integer", "timestamptz", "integer", "text", "timestamptz")
+	q.WriteString(`)
+UPDATE webhook_deliveries SET status = v.status, attempts = v.attempts,
+	last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code, last_error = v.last_error,
+	next_attempt_at = v.next_attempt_at, lease_until = NULL, locked_by = NULL
+FROM v WHERE webhook_deliveries.id = v.id AND webhook_deliveries.locked_by = ?
+RETURNING webhook_deliveries.id`)
+	args := make([]any, 0, 7*len(outs)+1)
+	for _, o := range outs {
+		r := deliveryToRow(o.Delivery)
+		args = append(args, r.ID, r.Status, r.Attempts, r.LastAttemptAt, r.LastStatusCode, r.LastError, r.NextAttemptAt)
+	}
+	args = append(args, owner)
+	written := make(map[string]bool, len(outs))
+	err := s.db.read(ctx, q.String(), args, func(rows rowScanner) error {
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			written[id] = true
+		}
+		return nil
+	})
+	return written, err
 }
 
-// finishEach is FinishDeliveries on SQLite.
-func (s *DeliveryStore) finishEach(ctx context.Context, owner string, outs []domain.Outcome) (int64, []domain.FailureSpan, error) {
-	var n int64
-	var spans []domain.FailureSpan
-	err := s.db.InTx(ctx, func(ctx context.Context) error {
-		n, spans = 0, nil
-		hooks := map[string]*attemptsOf{}
-		var order []string
-		for _, o := range outs {
-			ok, err := s.FinishDelivery(ctx, o.Delivery, owner)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			n++
-			if !o.Attempted {
-				continue
-			}
-			a := hooks[o.Delivery.WebhookID]
-			if a == nil {
-				a = &attemptsOf{first: *o.Delivery.LastAttemptAt}
-				hooks[o.Delivery.WebhookID] = a
-				order = append(order, o.Delivery.WebhookID)
-			}
-			a.ok = a.ok || o.Succeeded()
-			a.n++
-			if o.Delivery.LastAttemptAt.Before(a.first) {
-				a.first = *o.Delivery.LastAttemptAt
-			}
+// spanMove is what one batch's written attempts say of a webhook's
+// failure span: one succeeded (the span ends, whatever failed beside it),
+// or n failed, the first at first (the span starts then, unless it had
+// already, and counts n more failures).
+type spanMove struct {
+	webhookID string
+	ok        bool
+	first     time.Time
+	n         int
+}
+
+// spanMoves are the moves of the webhooks whose attempts among outs were
+// written, in the order the webhooks first appear. An outcome without an
+// attempt (a delivery given up unsent) moves nothing.
+func spanMoves(outs []domain.Outcome, written map[string]bool) []spanMove {
+	var moves []spanMove
+	at := map[string]int{}
+	for _, o := range outs {
+		if !o.Attempted || !written[o.Delivery.ID] {
+			continue
 		}
-		for _, id := range order {
-			span, err := s.moveSpan(ctx, id, *hooks[id])
-			if err != nil {
+		i, seen := at[o.Delivery.WebhookID]
+		if !seen {
+			i = len(moves)
+			at[o.Delivery.WebhookID] = i
+			moves = append(moves, spanMove{webhookID: o.Delivery.WebhookID, first: *o.Delivery.LastAttemptAt})
+		}
+		m := &moves[i]
+		m.ok = m.ok || o.Succeeded()
+		m.n++
+		if o.Delivery.LastAttemptAt.Before(m.first) {
+			m.first = *o.Delivery.LastAttemptAt
+		}
+	}
+	return moves
+}
+
+// moveSpansSQL applies spanMoves (the VALUES list m) in one statement. A
+// webhook whose span is already clear is not written when its attempts
+// succeed, so the common case writes no webhook row. Every webhook it
+// writes comes back with its span, those whose attempts succeeded too
+// (SQLite's RETURNING cannot name the moves): moveSpans tells them apart.
+const moveSpansSQL = `)
+UPDATE webhooks SET
+	failing_since = CASE WHEN m.ok = 1 THEN NULL ELSE coalesce(webhooks.failing_since, m.first_at) END,
+	failed_attempts = CASE WHEN m.ok = 1 THEN 0 ELSE webhooks.failed_attempts + m.n END
+FROM m WHERE webhooks.id = m.id AND (m.ok = 0 OR webhooks.failing_since IS NOT NULL OR webhooks.failed_attempts <> 0)
+RETURNING webhooks.id, webhooks.workspace_id, webhooks.active, webhooks.failing_since, webhooks.failed_attempts`
+
+// moveSpans moves the webhooks' failure spans and returns the spans of
+// those whose attempts failed. A webhook deleted meanwhile has none.
+func (s *DeliveryStore) moveSpans(ctx context.Context, moves []spanMove) ([]domain.FailureSpan, error) {
+	if len(moves) == 0 {
+		return nil, nil
+	}
+	var q strings.Builder
+	q.WriteString("WITH m(id, ok, first_at, n) AS (VALUES ")
+	s.db.writeRows(&q, len(moves), "text", "integer", "timestamptz", "integer")
+	q.WriteString(moveSpansSQL)
+	args := make([]any, 0, 4*len(moves))
+	failed := make(map[string]bool, len(moves))
+	for _, m := range moves {
+		failed[m.webhookID] = !m.ok
+		ok := 0
+		if m.ok {
+			ok = 1
+		}
+		args = append(args, m.webhookID, ok, Time(m.first), m.n)
+	}
+	var spans []domain.FailureSpan
+	err := s.db.read(ctx, q.String(), args, func(rows rowScanner) error {
+		for rows.Next() {
+			var (
+				sp domain.FailureSpan
+				at NullTime
+			)
+			if err := rows.Scan(&sp.WebhookID, &sp.WorkspaceID, &sp.Active, &at, &sp.FailedAttempts); err != nil {
 				return err
 			}
-			if span != nil {
-				spans = append(spans, *span)
+			if failed[sp.WebhookID] {
+				sp.FailingSince = at.Ptr()
+				spans = append(spans, sp)
 			}
 		}
 		return nil
 	})
-	return n, spans, err
+	return spans, err
 }
 
-// moveSpan moves one webhook's failure span (SQLite) and returns it when
-// its attempts failed.
-func (s *DeliveryStore) moveSpan(ctx context.Context, id string, a attemptsOf) (*domain.FailureSpan, error) {
-	if a.ok {
-		err := s.db.conn(ctx).Exec(`UPDATE webhooks SET failing_since = NULL, failed_attempts = 0
-			WHERE id = ? AND (failing_since IS NOT NULL OR failed_attempts <> 0)`, id).Error
-		if err != nil {
-			return nil, fmt.Errorf("store: end failure span: %w", err)
+// writeRows writes n rows of placeholders for a VALUES list, one per
+// column type given. PostgreSQL types a VALUES list's columns by its first
+// row, and would take an untyped parameter there as text, so the first
+// row's placeholders carry casts; SQLite takes values as they are.
+func (db *DB) writeRows(q *strings.Builder, n int, types ...string) {
+	for i := range n {
+		if i > 0 {
+			q.WriteString(", ")
 		}
-		return nil, nil
+		q.WriteByte('(')
+		for j, t := range types {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			if i == 0 && db.dialect == DialectPostgres {
+				q.WriteString("CAST(? AS " + t + ")")
+			} else {
+				q.WriteByte('?')
+			}
+		}
+		q.WriteByte(')')
 	}
-	err := s.db.conn(ctx).Exec(`UPDATE webhooks SET failing_since = coalesce(failing_since, ?), failed_attempts = failed_attempts + ?
-		WHERE id = ?`, Time(a.first), a.n, id).Error
-	if err != nil {
-		return nil, fmt.Errorf("store: extend failure span: %w", err)
-	}
-	var r spanRow
-	err = s.db.conn(ctx).Raw(`SELECT id, workspace_id, active, failing_since, failed_attempts FROM webhooks WHERE id = ?`, id).Scan(&r).Error
-	if err != nil || r.ID == nil {
-		return nil, err // deleted meanwhile: no span
-	}
-	span := r.span()
-	return &span, nil
 }
