@@ -138,24 +138,40 @@ const (
 	rangeUndated
 )
 
+// pageRanges are the ranges a page of f reads, in its order: the whole
+// list, or for an order by due_at the dated tasks and then the undated
+// ones (last in either direction), the dated ones only while f.After is
+// still among them. FindTasks reads them one after another, the next only
+// when the page is not full; FindTaskPages reads them in one statement and
+// merges them (sortTasks).
+func pageRanges(f ports.TaskFilter) []keyRange {
+	switch {
+	case !f.Order.Nullable():
+		return []keyRange{rangeAll}
+	case f.After != nil && f.After.Null:
+		return []keyRange{rangeUndated}
+	default:
+		return []keyRange{rangeDated, rangeUndated}
+	}
+}
+
 // page writes the statement of one page of f: a keyset range scan in f's
-// order after f.After, f.Limit rows. slot >= 0 adds a leading slot column
-// (FindTaskPages). An order by due_at reads two ranges, the dated tasks
-// and then the undated ones, each a range scan of its own with the page's
-// limit; the caller merges them (sortTasks).
+// order after f.After, f.Limit rows, for each of its pageRanges. slot >= 0
+// adds a leading slot column (FindTaskPages).
 func (q *taskQuery) page(f ports.TaskFilter, slot int) {
-	if !f.Order.Nullable() {
-		q.scan(f, slot, rangeAll)
+	ranges := pageRanges(f)
+	if len(ranges) == 1 {
+		q.scan(f, slot, ranges[0])
 		return
 	}
-	if f.After == nil || !f.After.Null {
+	for i, r := range ranges {
+		if i > 0 {
+			q.write(" UNION ALL ")
+		}
 		q.write("SELECT * FROM (")
-		q.scan(f, slot, rangeDated)
-		q.write(") AS dated UNION ALL ")
+		q.scan(f, slot, r)
+		q.write(fmt.Sprintf(") AS range%d", i))
 	}
-	q.write("SELECT * FROM (")
-	q.scan(f, slot, rangeUndated)
-	q.write(") AS undated")
 }
 
 // scan writes one range scan of f's page: the rows of range r after

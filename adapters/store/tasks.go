@@ -175,14 +175,7 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 // one statement for every page but the one where they meet.
 func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain.Task, error) {
 	tasks := make([]domain.Task, 0, min(max(f.Limit, 0), 256))
-	ranges := []keyRange{rangeAll}
-	if f.Order.Nullable() {
-		ranges = []keyRange{rangeDated, rangeUndated}
-		if f.After != nil && f.After.Null {
-			ranges = ranges[1:]
-		}
-	}
-	for _, r := range ranges {
+	for _, r := range pageRanges(f) {
 		g := f
 		if f.Limit > 0 {
 			if g.Limit = f.Limit - len(tasks); g.Limit == 0 {
