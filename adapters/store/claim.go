@@ -4,106 +4,26 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-// claimSQL leases due deliveries of active webhooks (and pings, which an
-// inactive webhook is sent too) in one statement, on
-// SQLite, under the database's single write lock: the oldest due
-// deliveries of all webhooks (webhook_deliveries_due_idx; at most
-// sqliteCandidates), of which at most
-// the room of each webhook (n, row_number per webhook) and of each
-// workspace (wn), each workspace's oldest first (interleaved by wn). The
-// verbs fill in the webhooks and workspaces to skip, the per-webhook room
-// and the per-workspace room (a join on a VALUES list, or a constant).
-const claimSQL = `UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
-WHERE id IN (
-	SELECT q.id FROM (
-		SELECT r.id, r.workspace_id, r.next_attempt_at,
-			row_number() OVER (PARTITION BY r.workspace_id ORDER BY r.next_attempt_at, r.id) AS wn
-		FROM (
-			SELECT c.id, c.webhook_id, c.workspace_id, c.next_attempt_at,
-				row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
-			FROM (
-				SELECT d.id, d.webhook_id, d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
-				JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
-				WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-				AND (w.active OR d.event_type = 'webhook.ping') %s
-				ORDER BY d.next_attempt_at
-				LIMIT ?
-			) c
-		) r %s
-	) q %s
-	ORDER BY q.wn, q.next_attempt_at, q.id
-	LIMIT ?
-)
-RETURNING id`
+// claimedColumns read what sending the claimed deliveries needs, from the
+// claimed rows (d) joined with their webhook (w) and event (e).
+const claimedColumns = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.headers, e.payload`
 
-// pgClaimSQL leases due deliveries on PostgreSQL, webhook by webhook, so
-// that what a claim reads is bounded by the room it offers, not by the
-// backlog of a webhook that answers slowly: reading the oldest due
-// deliveries of all webhooks, a claim had to pass over every due delivery
-// of a slow webhook (skipped, at its cap) to reach a fast one's.
-//
-//   - hooks: the webhooks with pending deliveries, by a skip scan of
-//     webhook_deliveries_webhook_due_idx (one index probe per webhook);
-//   - for each one not skipped (nor its workspace), its oldest due
-//     deliveries up to its room (an inactive webhook's pings only, filtered
-//     before the limit so that older deliveries waiting for it to be
-//     enabled again cannot crowd a ping out), by a range scan of the same
-//     index, locked
-//     FOR UPDATE SKIP LOCKED: concurrent claims pass over each other's
-//     rows instead of waiting or taking them too, and the webhooks rows are
-//     not locked;
-//   - of those, at most each workspace's room (wn, row_number per
-//     workspace), each workspace's oldest first and then its next ones
-//     (ordered by wn), up to Limit, are leased. A candidate left out is not
-//     updated, and its row lock ends with the statement.
-//
-// The verbs fill in the per-webhook room (a join on a VALUES list, or
-// nothing) and its expression, the webhooks and workspaces to skip, and
-// the per-workspace room.
-const pgClaimSQL = `WITH RECURSIVE hooks(webhook_id) AS (
-	(SELECT d.webhook_id FROM webhook_deliveries d WHERE d.status = 'pending' ORDER BY d.webhook_id LIMIT 1)
-	UNION ALL
-	SELECT (SELECT d.webhook_id FROM webhook_deliveries d
-		WHERE d.status = 'pending' AND d.webhook_id > h.webhook_id ORDER BY d.webhook_id LIMIT 1)
-	FROM hooks h WHERE h.webhook_id IS NOT NULL
-), claimed AS (
-	UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
-	WHERE id IN (
-		SELECT q.id FROM (
-			SELECT c.id, c.next_attempt_at, w.workspace_id,
-				row_number() OVER (PARTITION BY w.workspace_id ORDER BY c.next_attempt_at, c.id) AS wn
-			FROM hooks h
-			JOIN webhooks w ON w.id = h.webhook_id %s
-			CROSS JOIN LATERAL (
-				SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-				WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
-					AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-					AND (w.active OR d.event_type = 'webhook.ping')
-				ORDER BY d.next_attempt_at
-				LIMIT %s
-				FOR UPDATE SKIP LOCKED
-			) c
-			WHERE TRUE %s
-		) q %s
-		ORDER BY q.wn, q.next_attempt_at, q.id
-		LIMIT ?
-	)
-	RETURNING *
-)
-`
-
-// claimedSQL reads what sending the claimed deliveries needs; %s is the
-// source of the claimed rows.
-const claimedSQL = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.headers, e.payload FROM %s d
+// writeClaimed writes the read of the claimed deliveries from source, the
+// claimed rows; where, when given, writes its condition.
+func (q *sqlBuilder) writeClaimed(source string, where func()) {
+	q.write(claimedColumns + " FROM " + source + ` d
 	JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
-	JOIN events e ON e.id = d.event_id
-	%s
-	ORDER BY d.next_attempt_at, d.id`
+	JOIN events e ON e.id = d.event_id`)
+	if where != nil {
+		q.write("\n\tWHERE ")
+		where()
+	}
+	q.write("\n\tORDER BY d.next_attempt_at, d.id")
+}
 
 // ClaimDeliveries leases up to r.Limit due deliveries to r.Owner and returns
 // them with their webhook's URL and secret and their event's payload. On
@@ -136,8 +56,12 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 		if len(ids) == 0 {
 			return nil, nil
 		}
-		q = fmt.Sprintf(claimedSQL, "webhook_deliveries", "WHERE d.id IN ? AND d.locked_by = ?")
-		if err := s.db.conn(ctx).Raw(q, ids, r.Owner).Scan(&rows).Error; err != nil {
+		read := sqlBuilder{dialect: s.db.dialect}
+		read.writeClaimed("webhook_deliveries", func() {
+			writeIn(&read, "d.id", ids)
+			read.write(" AND d.locked_by = ?", r.Owner)
+		})
+		if err := s.db.conn(ctx).Raw(read.sql.String(), read.args...).Scan(&rows).Error; err != nil {
 			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
 		}
 	}
@@ -163,29 +87,83 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	return out, nil
 }
 
-// pgClaim is pgClaimSQL, then the read of what was claimed, with its
-// arguments.
+// pgClaim leases due deliveries on PostgreSQL, webhook by webhook, so
+// that what a claim reads is bounded by the room it offers, not by the
+// backlog of a webhook that answers slowly: reading the oldest due
+// deliveries of all webhooks, a claim had to pass over every due delivery
+// of a slow webhook (skipped, at its cap) to reach a fast one's. One
+// statement, the lease in a CTE and then the read of what was leased:
+//
+//   - hooks: the webhooks with pending deliveries, by a skip scan of
+//     webhook_deliveries_webhook_due_idx (one index probe per webhook);
+//   - for each one not skipped (nor its workspace), its oldest due
+//     deliveries up to its room (Room's, else PerWebhook, else the whole
+//     claim; an inactive webhook's pings only, filtered before the limit
+//     so that older deliveries waiting for it to be enabled again cannot
+//     crowd a ping out), by a range scan of the same index, locked FOR
+//     UPDATE SKIP LOCKED: concurrent claims pass over each other's rows
+//     instead of waiting or taking them too, and the webhooks rows are
+//     not locked;
+//   - of those, at most each workspace's room (wn, row_number per
+//     workspace), each workspace's oldest first and then its next ones
+//     (ordered by wn), up to Limit, are leased. A candidate left out is not
+//     updated, and its row lock ends with the statement.
 func pgClaim(r ports.ClaimRequest) (string, []any) {
+	q := sqlBuilder{dialect: DialectPostgres}
 	now := Time(r.Now)
-	args := []any{Time(r.LeaseUntil), r.Owner}
-	// A webhook's room: Room's, else PerWebhook, else the whole claim.
 	perWebhook := r.PerWebhook
 	if perWebhook <= 0 {
 		perWebhook = r.Limit
 	}
-	join, limit := "", "?"
-	if r.PerWebhook > 0 && len(r.Room) > 0 {
-		// VALUES columns take their types from the first row.
-		var values string
-		values, args = roomValues(r.Room, "(?::text, ?::integer)", args)
-		join = "\n\t\t\tLEFT JOIN " + values + " AS room(webhook_id, n) ON room.webhook_id = h.webhook_id"
-		limit = "coalesce(room.n, ?)"
+	q.write(`WITH RECURSIVE hooks(webhook_id) AS (
+	(SELECT d.webhook_id FROM webhook_deliveries d WHERE d.status = 'pending' ORDER BY d.webhook_id LIMIT 1)
+	UNION ALL
+	SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+		WHERE d.status = 'pending' AND d.webhook_id > h.webhook_id ORDER BY d.webhook_id LIMIT 1)
+	FROM hooks h WHERE h.webhook_id IS NOT NULL
+), claimed AS (
+	UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
+	WHERE id IN (
+		SELECT q.id FROM (
+			SELECT c.id, c.next_attempt_at, w.workspace_id,
+				row_number() OVER (PARTITION BY w.workspace_id ORDER BY c.next_attempt_at, c.id) AS wn
+			FROM hooks h
+			JOIN webhooks w ON w.id = h.webhook_id`, Time(r.LeaseUntil), r.Owner)
+	roomed := r.PerWebhook > 0 && len(r.Room) > 0
+	if roomed {
+		q.write("\n\t\t\tLEFT JOIN ")
+		q.roomValues(r.Room)
+		q.write(" AS room(webhook_id, n) ON room.webhook_id = h.webhook_id")
 	}
-	args = append(args, now, now, perWebhook)
-	skip, args := skipClause("h.webhook_id", "w.workspace_id", r, args)
-	wsRoom, args := workspaceRoom(r, "(?::text, ?::integer)", "column1", "column2", args)
-	args = append(args, r.Limit)
-	return fmt.Sprintf(pgClaimSQL, join, limit, skip, wsRoom) + fmt.Sprintf(claimedSQL, "claimed", ""), args
+	q.write(`
+			CROSS JOIN LATERAL (
+				SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+				WHERE d.webhook_id = h.webhook_id AND d.status = 'pending'
+					AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+					AND (w.active OR d.event_type = 'webhook.ping')
+				ORDER BY d.next_attempt_at
+				LIMIT `, now, now)
+	if roomed {
+		q.write("coalesce(room.n, ?)", perWebhook)
+	} else {
+		q.write("?", perWebhook)
+	}
+	q.write(`
+				FOR UPDATE SKIP LOCKED
+			) c
+			WHERE TRUE`)
+	q.skip("h.webhook_id", "w.workspace_id", r)
+	q.write("\n\t\t) q")
+	q.workspaceRoom(r)
+	q.write(`
+		ORDER BY q.wn, q.next_attempt_at, q.id
+		LIMIT ?
+	)
+	RETURNING *
+)
+`, r.Limit)
+	q.writeClaimed("claimed", nil)
+	return q.sql.String(), q.args
 }
 
 // sqliteCandidates is how many of the oldest due deliveries a SQLite claim
@@ -194,71 +172,91 @@ func pgClaim(r ports.ClaimRequest) (string, []any) {
 // few enough that a claim reads a bounded part of the due index.
 func sqliteCandidates(limit int) int { return max(8*limit, 1024) }
 
-// sqliteClaim is claimSQL with its arguments; it returns the ids leased.
+// sqliteClaim leases due deliveries of active webhooks (and pings, which
+// an inactive webhook is sent too) in one statement, on SQLite, under the
+// database's single write lock: the oldest due deliveries of all webhooks
+// (webhook_deliveries_due_idx; at most sqliteCandidates), of which at most
+// the room of each webhook (n, row_number per webhook; PerWebhook, lowered
+// for those named in Room) and of each workspace (wn), each workspace's
+// oldest first (interleaved by wn). It returns the ids leased; SQLite has
+// no UPDATE in a WITH clause, so the read of what was leased follows.
 func sqliteClaim(r ports.ClaimRequest) (string, []any) {
+	q := sqlBuilder{dialect: DialectSQLite}
 	now := Time(r.Now)
-	args := []any{Time(r.LeaseUntil), r.Owner, now, now}
-	skip, args := skipClause("d.webhook_id", "d.workspace_id", r, args)
-	args = append(args, sqliteCandidates(r.Limit))
-	// The room per webhook: PerWebhook, lowered for those named in Room.
-	room := ""
+	q.write(`UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
+WHERE id IN (
+	SELECT q.id FROM (
+		SELECT r.id, r.workspace_id, r.next_attempt_at,
+			row_number() OVER (PARTITION BY r.workspace_id ORDER BY r.next_attempt_at, r.id) AS wn
+		FROM (
+			SELECT c.id, c.webhook_id, c.workspace_id, c.next_attempt_at,
+				row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
+			FROM (
+				SELECT d.id, d.webhook_id, d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
+				JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+				WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+				AND (w.active OR d.event_type = 'webhook.ping')`, Time(r.LeaseUntil), r.Owner, now, now)
+	q.skip("d.webhook_id", "d.workspace_id", r)
+	q.write(`
+				ORDER BY d.next_attempt_at
+				LIMIT ?
+			) c
+		) r`, sqliteCandidates(r.Limit))
 	if r.PerWebhook > 0 {
-		room = "WHERE r.n <= ?"
 		if len(r.Room) > 0 {
-			var values string
-			values, args = roomValues(r.Room, "(?, ?)", args)
-			room = "LEFT JOIN " + values + " AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)"
+			q.write(" LEFT JOIN ")
+			q.roomValues(r.Room)
+			q.write(" AS h ON h.column1 = r.webhook_id WHERE r.n <= coalesce(h.column2, ?)", r.PerWebhook)
+		} else {
+			q.write(" WHERE r.n <= ?", r.PerWebhook)
 		}
-		args = append(args, r.PerWebhook)
 	}
-	wsRoom, args := workspaceRoom(r, "(?, ?)", "column1", "column2", args)
-	args = append(args, r.Limit)
-	return fmt.Sprintf(claimSQL, skip, room, wsRoom), args
+	q.write("\n\t) q")
+	q.workspaceRoom(r)
+	q.write(`
+	ORDER BY q.wn, q.next_attempt_at, q.id
+	LIMIT ?
+)
+RETURNING id`, r.Limit)
+	return q.sql.String(), q.args
 }
 
-// skipClause is the condition leaving out r's webhooks and workspaces to
-// skip (hook and workspace name their columns), with its arguments
-// appended to args.
-func skipClause(hook, workspace string, r ports.ClaimRequest, args []any) (string, []any) {
-	var skip string
+// skip writes the conditions leaving out r's webhooks and workspaces to
+// skip; hook and workspace name their columns.
+func (q *sqlBuilder) skip(hook, workspace string, r ports.ClaimRequest) {
 	if len(r.SkipWebhooks) > 0 {
-		skip += " AND " + hook + " NOT IN ?"
-		args = append(args, r.SkipWebhooks)
+		q.write(" AND ")
+		writeNotIn(q, hook, r.SkipWebhooks)
 	}
 	if len(r.SkipWorkspaces) > 0 {
-		skip += " AND " + workspace + " NOT IN ?"
-		args = append(args, r.SkipWorkspaces)
+		q.write(" AND ")
+		writeNotIn(q, workspace, r.SkipWorkspaces)
 	}
-	return skip, args
 }
 
-// workspaceRoom is the condition keeping at most each workspace's room of
-// the candidates q (by q.wn): WorkspaceRoom's, else PerWorkspace; nothing
-// when PerWorkspace is not set. first writes the first VALUES row; id and n
-// name the VALUES list's columns (SQLite names them column1, column2).
-func workspaceRoom(r ports.ClaimRequest, first, id, n string, args []any) (string, []any) {
-	if r.PerWorkspace <= 0 {
-		return "", args
+// workspaceRoom writes the condition keeping at most each workspace's room
+// of the candidates q (by q.wn): WorkspaceRoom's, else PerWorkspace;
+// nothing when PerWorkspace is not set.
+func (q *sqlBuilder) workspaceRoom(r ports.ClaimRequest) {
+	switch {
+	case r.PerWorkspace <= 0:
+	case len(r.WorkspaceRoom) == 0:
+		q.write(" WHERE q.wn <= ?", r.PerWorkspace)
+	default:
+		q.write(" LEFT JOIN ")
+		q.roomValues(r.WorkspaceRoom)
+		// Both databases name a VALUES list's columns column1, column2.
+		q.write(" AS wsroom ON wsroom.column1 = q.workspace_id WHERE q.wn <= coalesce(wsroom.column2, ?)", r.PerWorkspace)
 	}
-	if len(r.WorkspaceRoom) == 0 {
-		return "WHERE q.wn <= ?", append(args, r.PerWorkspace)
-	}
-	values, args := roomValues(r.WorkspaceRoom, first, args)
-	return fmt.Sprintf("LEFT JOIN %s AS wsroom ON wsroom.%s = q.workspace_id WHERE q.wn <= coalesce(wsroom.%s, ?)", values, id, n),
-		append(args, r.PerWorkspace)
 }
 
-// roomValues is a VALUES list of room's (webhook id, room) pairs, the first
-// row written as first, with the pairs appended to args.
-func roomValues(room map[string]int, first string, args []any) (string, []any) {
-	var values strings.Builder
-	values.WriteString("(VALUES ")
-	row := first
-	for id, n := range room {
-		values.WriteString(row)
-		row = ", (?, ?)"
-		args = append(args, id, n)
+// roomValues writes a VALUES list of room's (id, room) pairs.
+func (q *sqlBuilder) roomValues(room map[string]int) {
+	ids := make([]string, 0, len(room))
+	for id := range room {
+		ids = append(ids, id)
 	}
-	values.WriteString(")")
-	return values.String(), args
+	q.write("(VALUES ")
+	q.rows(len(ids), []string{"text", "integer"}, func(i int) []any { return []any{ids[i], room[ids[i]]} })
+	q.write(")")
 }

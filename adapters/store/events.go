@@ -79,23 +79,18 @@ func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloa
 	// (rowids on SQLite) follow it.
 	for start := 0; start < len(es); start += insertBatch {
 		chunk := es[start:min(start+insertBatch, len(es))]
-		var q strings.Builder
-		q.WriteString("INSERT INTO events (id, workspace_id, type, project_id, created_at, payload, log_group) VALUES ")
-		args := make([]any, 0, 7*len(chunk))
-		for i, e := range chunk {
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 7*len(chunk))}
+		q.write("INSERT INTO events (id, workspace_id, type, project_id, created_at, payload, log_group) VALUES ")
+		q.values(len(chunk), "(?, ?, ?, ?, ?, ?, ?)", func(i int) []any {
+			e := chunk[i]
 			var project *string
 			if p := e.ProjectID(); p != "" {
 				project = &p
 			}
-			args = append(args, e.ID, e.WorkspaceID, string(e.Type), project, Time(e.CreatedAt), payloads[start+i], group)
-		}
-		q.WriteString(" RETURNING id, ")
-		q.WriteString(subscribersSQL(s.db.dialect))
-		err := s.db.read(ctx, q.String(), args, func(rows rowScanner) error {
+			return []any{e.ID, e.WorkspaceID, string(e.Type), project, Time(e.CreatedAt), payloads[start+i], group}
+		})
+		q.write(" RETURNING id, " + subscribersSQL(s.db.dialect))
+		err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
 			for rows.Next() {
 				var (
 					id   string

@@ -30,14 +30,14 @@ var ToPosition = toPosition
 // TaskPageSQL exposes the statement of one page of a task list, with its
 // arguments, to the plan checks.
 func TaskPageSQL(dialect string, f ports.TaskFilter) (string, []any) {
-	q := taskQuery{dialect: dialect}
+	q := taskQuery{sqlBuilder: sqlBuilder{dialect: dialect}}
 	q.page(f, -1)
 	return q.sql.String(), q.args
 }
 
 // TaskCountSQL exposes the statement counting a task list by group.
 func TaskCountSQL(dialect string, f ports.TaskFilter, by domain.TaskCountGroup) (string, []any) {
-	q := taskQuery{dialect: dialect}
+	q := taskQuery{sqlBuilder: sqlBuilder{dialect: dialect}}
 	q.count(f, by)
 	return q.sql.String(), q.args
 }

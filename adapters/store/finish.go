@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -42,23 +41,20 @@ func (s *DeliveryStore) FinishDeliveries(ctx context.Context, owner string, outs
 // finishOutcomes writes the outcomes owner still holds the leases of, in
 // one statement, and returns the ids it wrote.
 func (s *DeliveryStore) finishOutcomes(ctx context.Context, owner string, outs []domain.Outcome) (map[string]bool, error) {
-	var q strings.Builder
-	q.WriteString("WITH v(id, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at) AS (VALUES ")
-	s.db.writeRows(&q, len(outs), "text", "text", "integer", "timestamptz", "integer", "text", "timestamptz")
-	q.WriteString(`)
+	q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 7*len(outs)+1)}
+	q.write("WITH v(id, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at) AS (VALUES ")
+	q.rows(len(outs), []string{"text", "text", "integer", "timestamptz", "integer", "text", "timestamptz"}, func(i int) []any {
+		r := deliveryToRow(outs[i].Delivery)
+		return []any{r.ID, r.Status, r.Attempts, r.LastAttemptAt, r.LastStatusCode, r.LastError, r.NextAttemptAt}
+	})
+	q.write(`)
 UPDATE webhook_deliveries SET status = v.status, attempts = v.attempts,
 	last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code, last_error = v.last_error,
 	next_attempt_at = v.next_attempt_at, lease_until = NULL, locked_by = NULL
 FROM v WHERE webhook_deliveries.id = v.id AND webhook_deliveries.locked_by = ?
-RETURNING webhook_deliveries.id`)
-	args := make([]any, 0, 7*len(outs)+1)
-	for _, o := range outs {
-		r := deliveryToRow(o.Delivery)
-		args = append(args, r.ID, r.Status, r.Attempts, r.LastAttemptAt, r.LastStatusCode, r.LastError, r.NextAttemptAt)
-	}
-	args = append(args, owner)
+RETURNING webhook_deliveries.id`, owner)
 	written := make(map[string]bool, len(outs))
-	err := s.db.read(ctx, q.String(), args, func(rows rowScanner) error {
+	err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
@@ -126,22 +122,21 @@ func (s *DeliveryStore) moveSpans(ctx context.Context, moves []spanMove) ([]doma
 	if len(moves) == 0 {
 		return nil, nil
 	}
-	var q strings.Builder
-	q.WriteString("WITH m(id, ok, first_at, n) AS (VALUES ")
-	s.db.writeRows(&q, len(moves), "text", "integer", "timestamptz", "integer")
-	q.WriteString(moveSpansSQL)
-	args := make([]any, 0, 4*len(moves))
+	q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 4*len(moves))}
+	q.write("WITH m(id, ok, first_at, n) AS (VALUES ")
 	failed := make(map[string]bool, len(moves))
-	for _, m := range moves {
+	q.rows(len(moves), []string{"text", "integer", "timestamptz", "integer"}, func(i int) []any {
+		m := moves[i]
 		failed[m.webhookID] = !m.ok
 		ok := 0
 		if m.ok {
 			ok = 1
 		}
-		args = append(args, m.webhookID, ok, Time(m.first), m.n)
-	}
+		return []any{m.webhookID, ok, Time(m.first), m.n}
+	})
+	q.write(moveSpansSQL)
 	var spans []domain.FailureSpan
-	err := s.db.read(ctx, q.String(), args, func(rows rowScanner) error {
+	err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
 		for rows.Next() {
 			var (
 				sp domain.FailureSpan
@@ -158,28 +153,4 @@ func (s *DeliveryStore) moveSpans(ctx context.Context, moves []spanMove) ([]doma
 		return nil
 	})
 	return spans, err
-}
-
-// writeRows writes n rows of placeholders for a VALUES list, one per
-// column type given. PostgreSQL types a VALUES list's columns by its first
-// row, and would take an untyped parameter there as text, so the first
-// row's placeholders carry casts; SQLite takes values as they are.
-func (db *DB) writeRows(q *strings.Builder, n int, types ...string) {
-	for i := range n {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteByte('(')
-		for j, t := range types {
-			if j > 0 {
-				q.WriteString(", ")
-			}
-			if i == 0 && db.dialect == DialectPostgres {
-				q.WriteString("CAST(? AS " + t + ")")
-			} else {
-				q.WriteByte('?')
-			}
-		}
-		q.WriteByte(')')
-	}
 }

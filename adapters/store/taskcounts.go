@@ -22,7 +22,7 @@ func (s *TaskStore) CountTasks(ctx context.Context, f ports.TaskFilter, by domai
 		f.DueAfter != nil || f.DueBefore != nil || f.UpdatedAfter != nil, len(f.Words) > 0) {
 		return s.countFromProjects(ctx, f, by)
 	}
-	q := taskQuery{dialect: s.db.dialect}
+	q := taskQuery{sqlBuilder: sqlBuilder{dialect: s.db.dialect}}
 	q.count(f, by)
 	out := []domain.TaskCount{}
 	err := s.db.read(ctx, q.sql.String(), q.readArgs(), func(rows rowScanner) error {
@@ -51,11 +51,11 @@ func (s *TaskStore) CountTasks(ctx context.Context, f ports.TaskFilter, by domai
 // countFromProjects counts by status or project from the projects'
 // counters, keeping f's projects and statuses.
 func (s *TaskStore) countFromProjects(ctx context.Context, f ports.TaskFilter, by domain.TaskCountGroup) ([]domain.TaskCount, error) {
-	q := taskQuery{dialect: s.db.dialect}
+	q := taskQuery{sqlBuilder: sqlBuilder{dialect: s.db.dialect}}
 	q.write("SELECT id, open_count, in_progress_count, done_count, archived_count FROM "+projectsCounted+" WHERE workspace_id = ?", f.WorkspaceID)
 	if f.ProjectIDs != nil {
 		q.write(" AND ")
-		writeIn(&q, "id", f.ProjectIDs)
+		writeIn(&q.sqlBuilder, "id", f.ProjectIDs)
 	}
 	q.write(" ORDER BY id")
 	statuses := f.Statuses

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -29,7 +30,7 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 // statement.
 func (s *TaskStore) findTaskPages(ctx context.Context, fs []ports.TaskFilter) ([][]domain.Task, error) {
 	out := make([][]domain.Task, len(fs))
-	q := taskQuery{dialect: s.db.dialect, args: make([]any, 0, 6*len(fs))}
+	q := taskQuery{sqlBuilder: sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 6*len(fs))}}
 	for i, f := range fs {
 		if i > 0 {
 			q.write(" UNION ALL ")
@@ -37,7 +38,7 @@ func (s *TaskStore) findTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 		// i is an int of ours, not client input: formatting it is safe.
 		q.write("SELECT * FROM (")
 		q.page(f, i)
-		q.write(fmt.Sprintf(") AS page%d", i))
+		q.write(") AS page" + strconv.Itoa(i))
 	}
 	err := s.db.read(ctx, q.sql.String(), q.readArgs(), scanTasks(true, func(slot int, t domain.Task) error {
 		if slot < 0 || slot >= len(out) {

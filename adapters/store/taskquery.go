@@ -1,8 +1,8 @@
 package store
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -12,13 +12,11 @@ import (
 )
 
 // taskQuery writes the statements of the task lists and counts
-// (docs/finding-tasks.md) with ? placeholders, their arguments beside them.
-// Every value a client sends is an argument; what is formatted into the
-// text is ours (column names of domain.TaskOrder, slot numbers).
+// (docs/finding-tasks.md). Every value a client sends is an argument; what
+// is formatted into the text is ours (column names of domain.TaskOrder,
+// slot numbers).
 type taskQuery struct {
-	dialect string
-	sql     strings.Builder
-	args    []any
+	sqlBuilder
 	// customPlan: PostgreSQL plans this statement for its own values
 	// (readArgs).
 	customPlan bool
@@ -39,31 +37,6 @@ func (q *taskQuery) readArgs() []any {
 	return q.args
 }
 
-func (q *taskQuery) write(s string, args ...any) {
-	q.sql.WriteString(s)
-	q.args = append(q.args, args...)
-}
-
-// writeIn writes "col = ?" for one value and "col IN (?, …)" for more.
-func writeIn[T ~string](q *taskQuery, col string, vals []T) {
-	switch len(vals) {
-	case 0: // the services never ask; an empty IN () is a syntax error on PostgreSQL
-		q.write("1 = 0")
-		return
-	case 1:
-		q.write(col+" = ?", string(vals[0]))
-		return
-	}
-	q.write(col + " IN (")
-	for i, v := range vals {
-		if i > 0 {
-			q.write(", ")
-		}
-		q.write("?", string(v))
-	}
-	q.write(")")
-}
-
 // where writes f's conditions (not its keyset position), ANDed.
 func (q *taskQuery) where(f ports.TaskFilter) {
 	q.write("workspace_id = ?", f.WorkspaceID)
@@ -74,20 +47,20 @@ func (q *taskQuery) where(f ports.TaskFilter) {
 	}
 	if f.ProjectIDs != nil {
 		q.write(" AND ")
-		writeIn(q, "project_id", f.ProjectIDs)
+		writeIn(&q.sqlBuilder, "project_id", f.ProjectIDs)
 	}
 	if f.Statuses != nil {
 		q.write(" AND ")
-		writeIn(q, "status", f.Statuses)
+		writeIn(&q.sqlBuilder, "status", f.Statuses)
 	}
 	switch {
 	case f.AssigneeIDs != nil && f.Unassigned:
 		q.write(" AND (")
-		writeIn(q, "assignee_id", f.AssigneeIDs)
+		writeIn(&q.sqlBuilder, "assignee_id", f.AssigneeIDs)
 		q.write(" OR assignee_id IS NULL)")
 	case f.AssigneeIDs != nil:
 		q.write(" AND ")
-		writeIn(q, "assignee_id", f.AssigneeIDs)
+		writeIn(&q.sqlBuilder, "assignee_id", f.AssigneeIDs)
 	case f.Unassigned:
 		q.write(" AND assignee_id IS NULL")
 	}
@@ -170,7 +143,7 @@ func (q *taskQuery) page(f ports.TaskFilter, slot int) {
 		}
 		q.write("SELECT * FROM (")
 		q.scan(f, slot, r)
-		q.write(fmt.Sprintf(") AS range%d", i))
+		q.write(") AS range" + strconv.Itoa(i))
 	}
 }
 
@@ -183,7 +156,7 @@ func (q *taskQuery) scan(f ports.TaskFilter, slot int, r keyRange) {
 		cmp, dir = "<", " DESC"
 	}
 	if slot >= 0 {
-		q.write(fmt.Sprintf("SELECT %d AS slot, %s FROM tasks WHERE ", slot, taskColumns))
+		q.write("SELECT " + strconv.Itoa(slot) + " AS slot, " + taskColumns + " FROM tasks WHERE ")
 	} else {
 		q.write("SELECT " + taskColumns + " FROM tasks WHERE ")
 	}

@@ -75,33 +75,19 @@ func (db *DB) Tasks() *TaskStore { return &TaskStore{db: db} }
 // also writes the search column (searchOf).
 func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
 	pg := s.db.dialect == DialectPostgres
-	width := 9
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	if pg {
-		width, row = 10, "(?, ?, ?, ?, ?, ?, ?, ?, ?, array_to_tsvector(?::text[]))"
-	}
 	for start := 0; start < len(ts); start += insertBatch {
 		chunk := ts[start:min(start+insertBatch, len(ts))]
-		var q strings.Builder
-		q.Grow(64 + len(taskColumns) + (len(row)+1)*len(chunk))
-		q.WriteString("INSERT INTO tasks (" + taskColumns)
+		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 10*len(chunk))}
 		if pg {
-			q.WriteString(", search")
+			q.write("INSERT INTO tasks (" + taskColumns + ", search) VALUES ")
+			q.values(len(chunk), "(?, ?, ?, ?, ?, ?, ?, ?, ?, array_to_tsvector(?::text[]))", func(i int) []any {
+				return append(taskArgs(chunk[i]), pgTextArray(searchOf(chunk[i].Title)))
+			})
+		} else {
+			q.write("INSERT INTO tasks (" + taskColumns + ") VALUES ")
+			q.values(len(chunk), "(?, ?, ?, ?, ?, ?, ?, ?, ?)", func(i int) []any { return taskArgs(chunk[i]) })
 		}
-		q.WriteString(") VALUES ")
-		args := make([]any, 0, width*len(chunk))
-		for i, t := range chunk {
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteString(row)
-			r := taskToRow(t)
-			args = append(args, r.ID, r.WorkspaceID, r.ProjectID, r.Title, r.Status, r.AssigneeID, r.DueAt, r.CreatedAt, r.UpdatedAt)
-			if pg {
-				args = append(args, pgTextArray(searchOf(t.Title)))
-			}
-		}
-		if err := s.db.conn(ctx).Exec(q.String(), args...).Error; err != nil {
+		if err := s.db.conn(ctx).Exec(q.sql.String(), q.args...).Error; err != nil {
 			if errors.Is(err, gorm.ErrForeignKeyViolated) {
 				return domain.NotFound("project", ts[0].ProjectID)
 			}
@@ -109,6 +95,12 @@ func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
 		}
 	}
 	return nil
+}
+
+// taskArgs are a task's values in the order of taskColumns.
+func taskArgs(t domain.Task) []any {
+	r := taskToRow(t)
+	return []any{r.ID, r.WorkspaceID, r.ProjectID, r.Title, r.Status, r.AssigneeID, r.DueAt, r.CreatedAt, r.UpdatedAt}
 }
 
 // FindTaskByID returns resource_not_found when absent or in another workspace.
@@ -182,7 +174,7 @@ func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain
 				break
 			}
 		}
-		q := taskQuery{dialect: s.db.dialect, args: make([]any, 0, 8)}
+		q := taskQuery{sqlBuilder: sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 8)}}
 		q.scan(g, -1, r)
 		err := s.db.read(ctx, q.sql.String(), q.readArgs(), scanTasks(false, func(_ int, t domain.Task) error {
 			tasks = append(tasks, t)
