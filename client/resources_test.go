@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -188,7 +187,7 @@ func TestWebhooksAndVerification(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := serve(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, s.Env)
+		s.RunDispatcher(t, app.DispatcherOptions{Policy: domain.RetryPolicy{Base: 20 * time.Millisecond, Max: 160 * time.Millisecond, Window: 5 * time.Second}})
 		ctx := context.Background()
 		rc := newReceiver(t)
 
@@ -293,27 +292,5 @@ func TestWebhooksAndVerification(t *testing.T) {
 		}
 		_, err = s.admin.Webhooks.Get(ctx, w.ID)
 		expectError(t, err, http.StatusNotFound, "resource_not_found")
-	})
-}
-
-// startDispatcher runs the real webhook dispatcher over the env's app,
-// with a real sender that may reach the test's loopback receivers, until
-// the test ends; the env's clock moves with the wall clock.
-func startDispatcher(t *testing.T, e *apitest.Env) {
-	t.Helper()
-	e.Clock.Run()
-	sender := webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})
-	d := app.NewDispatcher(e.App.DispatcherDeps(sender, e.DB), app.DispatcherOptions{Timeout: 2 * time.Second,
-		Logger: slog.New(slog.DiscardHandler),
-		Policy: domain.RetryPolicy{Base: 20 * time.Millisecond, Max: 160 * time.Millisecond, Window: 5 * time.Second}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = d.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
 	})
 }

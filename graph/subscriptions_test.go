@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"gorm.io/gorm"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/store"
@@ -22,7 +21,6 @@ import (
 	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
-	"github.com/worktrack/worktrack/core/ports"
 	"github.com/worktrack/worktrack/graph/server"
 )
 
@@ -889,21 +887,7 @@ func TestSubscribeRefusedForTheDatabaseShareCanBeSentAgain(t *testing.T) {
 		var on atomic.Bool
 		var stalled atomic.Int64
 		release := make(chan struct{})
-		err := db.Gorm().Callback().Query().Before("gorm:query").Register("test:stall-share", func(tx *gorm.DB) {
-			scope, ok := ports.DBScopeOf(tx.Statement.Context)
-			if !on.Load() || !ok || scope.WorkspaceID != e.Workspace.ID || tx.Error != nil {
-				return
-			}
-			stalled.Add(1)
-			select {
-			case <-tx.Statement.Context.Done():
-				_ = tx.AddError(tx.Statement.Context.Err())
-			case <-release:
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		apitest.StallWorkspace(t, db, e.Workspace.ID, &on, release, &stalled)
 		db.SetBudget(store.Budget{StatementTimeout: time.Minute, WorkspaceShare: 1, WorkspaceQueue: 0})
 		on.Store(true)
 		held := make(chan int, 1)

@@ -2,7 +2,6 @@ package graph_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
-	"github.com/worktrack/worktrack/adapters/webhook"
 	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
@@ -53,27 +51,6 @@ func (rc *failingReceiver) waitFor(t *testing.T, n int) []http.Header {
 	}
 }
 
-// runDispatcher delivers e's webhooks until the test ends, retrying every
-// 20-160ms, on e's clock (which it sets running).
-func runDispatcher(t *testing.T, e *apitest.Env) {
-	e.Clock.Run()
-	sender := webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})
-	d := app.NewDispatcher(e.App.DispatcherDeps(sender, e.DB), app.DispatcherOptions{
-		Policy: domain.RetryPolicy{Base: 20 * time.Millisecond, Max: 160 * time.Millisecond, Window: 1000 * time.Hour},
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = d.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
 const opsWebhookFields = `id active disabledReason disabledAt headers { name value }`
 
 // Over GraphQL: custom headers are set, validated and sent; a webhook
@@ -85,7 +62,7 @@ func TestWebhookOperationsOverGraphQL(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		runDispatcher(t, e.Env)
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: domain.RetryPolicy{Base: 20 * time.Millisecond, Max: 160 * time.Millisecond, Window: 1000 * time.Hour}})
 		rc := newFailingReceiver(t)
 
 		const create = `mutation($in: CreateWebhookInput!) { createWebhook(input: $in) { webhook { ` + opsWebhookFields + ` } } }`
@@ -175,7 +152,7 @@ func TestCatchUpKeepsToWhatTheKeySees(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := newLiveEnv(t, db, apitest.Settings{AllowPrivateWebhooks: true, Live: app.LiveOptions{Window: 2}})
-		runDispatcher(t, e.Env)
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: domain.RetryPolicy{Base: 20 * time.Millisecond, Max: 160 * time.Millisecond, Window: 1000 * time.Hour}})
 		gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) }))
 		t.Cleanup(gone.Close)
 		hook, _ := createWebhook(t, e.Env, gone.URL, "PROJECT_CREATED")

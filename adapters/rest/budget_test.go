@@ -17,31 +17,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
-	"github.com/worktrack/worktrack/core/ports"
 )
-
-// stallWorkspace makes every GORM query of one workspace's requests wait,
-// holding its slot of the workspace's share, until its statement's context
-// ends (its deadline, or its client gone) or release is closed: a
-// statement that runs too long, as the database would run it.
-func stallWorkspace(t *testing.T, db *store.DB, workspaceID string, on *atomic.Bool, release <-chan struct{}, stalled *atomic.Int64) {
-	t.Helper()
-	err := db.Gorm().Callback().Query().Before("gorm:query").Register("test:stall", func(tx *gorm.DB) {
-		scope, ok := ports.DBScopeOf(tx.Statement.Context)
-		if !on.Load() || !ok || scope.WorkspaceID != workspaceID || tx.Error != nil {
-			return
-		}
-		stalled.Add(1)
-		select {
-		case <-tx.Statement.Context.Done():
-			_ = tx.AddError(tx.Statement.Context.Err())
-		case <-release:
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // The database budget over HTTP: a request whose statement runs past the
 // deadline is answered 503 service_unavailable (never a 500) and counted as
@@ -58,7 +34,7 @@ func TestDatabaseBudgetOverHTTP(t *testing.T) {
 		var on atomic.Bool
 		var stalled atomic.Int64
 		release := make(chan struct{})
-		stallWorkspace(t, db, e.Workspace.ID, &on, release, &stalled)
+		apitest.StallWorkspace(t, db, e.Workspace.ID, &on, release, &stalled)
 		on.Store(true)
 
 		db.SetBudget(store.Budget{StatementTimeout: 200 * time.Millisecond})
@@ -144,7 +120,7 @@ func TestARefusedPostReleasesItsIdempotencyKeyWithTheShareFull(t *testing.T) {
 		var on atomic.Bool
 		var stalled atomic.Int64
 		release := make(chan struct{})
-		stallWorkspace(t, db, e.Workspace.ID, &on, release, &stalled)
+		apitest.StallWorkspace(t, db, e.Workspace.ID, &on, release, &stalled)
 		db.SetBudget(store.Budget{StatementTimeout: 300 * time.Millisecond, WorkspaceShare: 1, WorkspaceQueue: 1})
 		// The task's insert fails (as a refusal would); before it ends, a
 		// read of the workspace queues for the slot, takes it when the

@@ -245,7 +245,7 @@ func TestClientDisconnectMidQuery(t *testing.T) {
 
 		// The dispatcher, on the same pool, delivers without error.
 		dlog := &lockedWriter{}
-		startDispatcher(t, e, e.App, app.DispatcherOptions{
+		e.RunDispatcher(t, app.DispatcherOptions{
 			Policy: testPolicy(5 * time.Second),
 			Logger: slog.New(slog.NewJSONHandler(dlog, nil)),
 		})

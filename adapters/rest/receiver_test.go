@@ -1,9 +1,7 @@
 package rest_test
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,9 +10,7 @@ import (
 
 	"github.com/worktrack/worktrack/adapters/webhook"
 	"github.com/worktrack/worktrack/cmd/worktrack/apitest"
-	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
-	"github.com/worktrack/worktrack/core/ports"
 )
 
 // received is one request a test receiver got.
@@ -98,38 +94,6 @@ func (rc *receiver) WaitFor(n int) []received {
 // deterministic (no jitter), within window.
 func testPolicy(window time.Duration) domain.RetryPolicy {
 	return domain.RetryPolicy{Base: 20 * time.Millisecond, Max: 160 * time.Millisecond, Window: window}
-}
-
-// startDispatcher runs the real dispatcher over the env's app, with a real
-// sender that may reach loopback receivers, until the test ends. The env's
-// clock starts ticking with the wall clock so that retries fall due.
-func startDispatcher(t testing.TB, e *apitest.Env, a *app.App, o app.DispatcherOptions) {
-	t.Helper()
-	if o.Timeout == 0 {
-		o.Timeout = 2 * time.Second
-	}
-	startDispatcherWith(t, e, a, e.DB, webhook.NewSender(webhook.SenderOptions{Timeout: o.Timeout, AllowPrivate: true}), o)
-}
-
-// startDispatcherWith is startDispatcher with a given watcher (the database
-// handle of the dispatcher's process) and sender.
-func startDispatcherWith(t testing.TB, e *apitest.Env, a *app.App, watcher ports.DeliveryWatcher, sender ports.WebhookSender, o app.DispatcherOptions) {
-	t.Helper()
-	e.Clock.Run()
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	d := app.NewDispatcher(a.DispatcherDeps(sender, watcher), o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = d.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
 }
 
 // deliveries lists a webhook's deliveries through the API.

@@ -107,7 +107,7 @@ func TestStandardWebhooksVerifyRealDeliveries(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rc := newReceiver(t, nil)
 		w := newWebhook(t, e, rc.URL(), "task.created")
 		secret := w.Str("secret")
@@ -205,7 +205,7 @@ func TestStandardWebhooksRotationGrace(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rc := newReceiver(t, nil)
 		w := newWebhook(t, e, rc.URL(), "task.created")
 		oldSecret := w.Str("secret")

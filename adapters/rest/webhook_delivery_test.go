@@ -62,7 +62,7 @@ func TestWebhookEventsReachSubscribers(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		all, created, off := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
 		wAll := newWebhook(t, e, all.URL(), allEvents...)
 		wCreated := newWebhook(t, e, created.URL(), "task.created")
@@ -168,7 +168,7 @@ func TestWebhookRetriesUntilSuccess(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rc := newReceiver(t, func(n int, _ *http.Request, _ http.ResponseWriter) int {
 			if n <= 2 {
 				return http.StatusInternalServerError
@@ -206,7 +206,7 @@ func TestWebhookFailuresAreRetried(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(10 * time.Second), Timeout: 300 * time.Millisecond})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(10 * time.Second), Timeout: 300 * time.Millisecond})
 		redirectTarget := newReceiver(t, nil)
 		kinds := map[string]func(http.ResponseWriter, *http.Request) int{
 			"timeout": func(_ http.ResponseWriter, r *http.Request) int {
@@ -264,7 +264,7 @@ func TestWebhookFailsWhenTheWindowCloses(t *testing.T) {
 		// them even on a machine loaded enough to make each take a second.
 		const window = 3 * time.Second
 		policy := testPolicy(window)
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: policy})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: policy})
 		rc := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int { return http.StatusServiceUnavailable })
 		w := newWebhook(t, e, rc.URL(), "project.created")
 		newProject(t, e, "WIN")
@@ -293,7 +293,7 @@ func TestWebhookRotateSecretSignsTheNextAttempt(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second)})
 		rotated := make(chan struct{})
 		rc := newReceiver(t, func(n int, _ *http.Request, _ http.ResponseWriter) int {
 			if n == 1 {
@@ -324,7 +324,7 @@ func TestWebhookRedeliver(t *testing.T) {
 		// A redelivery opens a new retry window: 3 s, so that a loaded
 		// machine's dispatcher attempts it before the window closes (in
 		// 300 ms, it once failed unattempted).
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(3 * time.Second)})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(3 * time.Second)})
 		var mu sync.Mutex
 		healthy := false
 		rc := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int {
@@ -373,7 +373,7 @@ func TestWebhookGoneDeactivates(t *testing.T) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		// One attempt per webhook at a time: the second delivery waits
 		// while the first is in flight.
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PerWebhook: 1})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PerWebhook: 1})
 		release := make(chan struct{})
 		rc := newReceiver(t, func(n int, _ *http.Request, _ http.ResponseWriter) int {
 			if n == 1 {
@@ -409,7 +409,7 @@ func TestWebhookRetryAfter(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(4 * time.Second)})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(4 * time.Second)})
 		rc := newReceiver(t, func(n int, _ *http.Request, w http.ResponseWriter) int {
 			if n == 1 {
 				w.Header().Set("Retry-After", "1")

@@ -38,7 +38,7 @@ func TestWebhookWorkspaceKeepsToItsShare(t *testing.T) {
 		})
 		other := newReceiver(t, nil)
 		// 8 workers: a workspace's share is 2, a webhook's 1.
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(time.Minute), Timeout: time.Minute, Workers: 8})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(time.Minute), Timeout: time.Minute, Workers: 8})
 		t.Cleanup(func() { close(release) })
 		for range 4 {
 			newWebhook(t, e, dead.URL(), "task.created")

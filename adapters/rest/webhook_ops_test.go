@@ -73,7 +73,7 @@ func TestFailingWebhookIsDisabledOnce(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: opsPolicy})
 		var healthy atomic.Bool
 		dead := newReceiver(t, func(_ int, r *http.Request, _ http.ResponseWriter) int {
 			if healthy.Load() {
@@ -184,7 +184,7 @@ func TestOneSuccessResetsTheFailureSpan(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: opsPolicy})
 		var succeed atomic.Value // the event whose deliveries are answered 200
 		succeed.Store("")
 		rc := newReceiver(t, func(_ int, r *http.Request, _ http.ResponseWriter) int {
@@ -228,7 +228,7 @@ func TestDisabledReasons(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: opsPolicy})
 		gone := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int { return http.StatusGone })
 		id := newWebhook(t, e, gone.URL(), "project.created").Str("id")
 		newProject(t, e, "GONE")
@@ -268,7 +268,7 @@ func TestWebhookCustomHeaders(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: opsPolicy})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: opsPolicy})
 		rc := newReceiver(t, nil)
 		res := e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key, map[string]any{
 			"url": rc.URL(), "events": []string{"project.created"},

@@ -27,7 +27,7 @@ func TestWebhookDispatcherIsWokenByTheCommit(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
 		rc := newReceiver(t, nil)
 		newWebhook(t, e, rc.URL(), "project.created")
 		time.Sleep(50 * time.Millisecond) // the dispatcher is idle, waiting
@@ -48,7 +48,7 @@ func TestWebhookPostgresNotifyWakesOtherProcesses(t *testing.T) {
 	api, other := openPostgres(t, url), openPostgres(t, url)
 	e := apitest.NewWith(t, api, apitest.Settings{AllowPrivateWebhooks: true})
 	remote := appOver(other, e.Clock)
-	startDispatcherWith(t, e, remote, other, webhook.NewSender(webhook.SenderOptions{Timeout: time.Second, AllowPrivate: true}),
+	apitest.RunDispatcherOver(t, e, remote, other, webhook.NewSender(webhook.SenderOptions{Timeout: time.Second, AllowPrivate: true}),
 		app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
 	rc := newReceiver(t, nil)
 	newWebhook(t, e, rc.URL(), "project.created")

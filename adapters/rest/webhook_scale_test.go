@@ -94,8 +94,8 @@ func TestWebhookTwoDispatchersOnePostgres(t *testing.T) {
 	opts := app.DispatcherOptions{Policy: testPolicy(30 * time.Second), Workers: 8, PerWorkspace: 8}
 	senderA := &countingSender{inner: webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})}
 	senderB := &countingSender{inner: webhook.NewSender(webhook.SenderOptions{Timeout: 2 * time.Second, AllowPrivate: true})}
-	startDispatcherWith(t, e, e.App, dbA, senderA, opts)
-	startDispatcherWith(t, e, appOver(dbB, e.Clock), dbB, senderB, opts)
+	apitest.RunDispatcherOver(t, e, e.App, dbA, senderA, opts)
+	apitest.RunDispatcherOver(t, e, appOver(dbB, e.Clock), dbB, senderB, opts)
 
 	w := newWebhook(t, e, rc.URL(), "task.created")
 	createTasks(t, e, newProject(t, e, "TWO"), n, 5)
@@ -137,7 +137,7 @@ func TestWebhookTwoDispatchersOnePostgres(t *testing.T) {
 func BenchmarkWebhookDelivery(b *testing.B) {
 	e := apitest.NewWith(b, storetest.Postgres(b), apitest.Settings{AllowPrivateWebhooks: true}, apitestHighLimit)
 	rc := newReceiver(b, nil)
-	startDispatcher(b, e, e.App, app.DispatcherOptions{
+	e.RunDispatcher(b, app.DispatcherOptions{
 		Policy: domain.RetryPolicy{Base: 10 * time.Second, Max: 2 * time.Hour, Window: 24 * time.Hour, Jitter: domain.EqualJitter},
 	})
 	// The env's clock runs at a fixed offset from the wall clock.
@@ -209,7 +209,7 @@ func TestWebhookSlowReceiverKeepsToItsShare(t *testing.T) {
 			return http.StatusOK
 		})
 		fast := newReceiver(t, nil)
-		startDispatcher(t, e, e.App, app.DispatcherOptions{Policy: testPolicy(time.Minute), Timeout: time.Minute, Workers: 4, PerWebhook: 2, PerWorkspace: 4})
+		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(time.Minute), Timeout: time.Minute, Workers: 4, PerWebhook: 2, PerWorkspace: 4})
 		// Registered after the dispatcher, so it runs before the dispatcher's
 		// stop waits for the attempts in flight.
 		t.Cleanup(func() { close(release) })
