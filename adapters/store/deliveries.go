@@ -73,15 +73,28 @@ var _ ports.DeliveryStore = (*DeliveryStore)(nil)
 // Deliveries is the delivery repository of db.
 func (db *DB) Deliveries() *DeliveryStore { return &DeliveryStore{db: db} }
 
-// CreateDeliveries inserts ds, insertBatch rows a statement, and tells other processes'
-// dispatchers of them once they commit (announceDeliveries).
+// CreateDeliveries inserts ds, insertBatch rows a statement (written out,
+// as the task and event inserts are, rather than by GORM's reflective
+// Create), and tells other
+// processes' dispatchers of them once they commit (announceDeliveries). A
+// new delivery holds no lease (lease_until, locked_by are NULL).
 func (s *DeliveryStore) CreateDeliveries(ctx context.Context, ds []domain.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	rows := mapRows(ds, deliveryToRow)
-	if err := s.db.conn(ctx).CreateInBatches(&rows, insertBatch).Error; err != nil {
-		return fmt.Errorf("store: create deliveries: %w", err)
+	for start := 0; start < len(ds); start += insertBatch {
+		chunk := ds[start:min(start+insertBatch, len(ds))]
+		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 13*len(chunk))}
+		q.write(`INSERT INTO webhook_deliveries (id, workspace_id, webhook_id, event_id, event_type, status, attempts,
+	last_attempt_at, last_status_code, last_error, next_attempt_at, window_start, created_at) VALUES `)
+		q.values(len(chunk), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", func(i int) []any {
+			r := deliveryToRow(chunk[i])
+			return []any{r.ID, r.WorkspaceID, r.WebhookID, r.EventID, r.EventType, r.Status, r.Attempts,
+				r.LastAttemptAt, r.LastStatusCode, r.LastError, r.NextAttemptAt, r.WindowStart, r.CreatedAt}
+		})
+		if err := s.db.conn(ctx).Exec(q.sql.String(), q.args...).Error; err != nil {
+			return fmt.Errorf("store: create deliveries: %w", err)
+		}
 	}
 	s.db.announceDeliveries(ctx)
 	return nil

@@ -5,15 +5,6 @@ import "time"
 // timeOf is the domain value of a time column.
 func timeOf(t Time) time.Time { return time.Time(t) }
 
-// mapRows maps rows to domain values; never nil, so an empty list is [].
-func mapRows[R, T any](rows []R, f func(R) T) []T {
-	out := make([]T, len(rows))
-	for i, r := range rows {
-		out[i] = f(r)
-	}
-	return out
-}
-
 // restoreRows rebuilds domain values from rows through f, which checks each
 // (the domain's Restore functions); never nil, so an empty list is [].
 func restoreRows[R, T any](rows []R, f func(R) (T, error)) ([]T, error) {
