@@ -80,14 +80,18 @@ type spanMove struct {
 
 // spanMoves are the moves of the webhooks whose attempts among outs were
 // written, in the order the webhooks first appear. An outcome without an
-// attempt (a delivery given up unsent) moves nothing.
+// attempt (a delivery given up unsent) moves nothing, and a delivery counts
+// once: one row was written for it, though a batch may carry two outcomes
+// of it (claimed again after its lease lapsed while the first attempt ran).
 func spanMoves(outs []domain.Outcome, written map[string]bool) []spanMove {
 	var moves []spanMove
 	at := map[string]int{}
+	counted := make(map[string]bool, len(outs))
 	for _, o := range outs {
-		if !o.Attempted || !written[o.Delivery.ID] {
+		if !o.Attempted || !written[o.Delivery.ID] || counted[o.Delivery.ID] {
 			continue
 		}
+		counted[o.Delivery.ID] = true
 		i, seen := at[o.Delivery.WebhookID]
 		if !seen {
 			i = len(moves)
