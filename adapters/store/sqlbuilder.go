@@ -8,9 +8,9 @@ import (
 // written with its own arguments, so that the placeholders and the
 // arguments cannot drift apart: the store writes out every statement it
 // does not leave to GORM this way (the task lists and counts, the inserts of
-// tasks and events, the claims and outcomes of deliveries). Only what is
-// ours is formatted into the text (column names, slot numbers); every
-// value is an argument.
+// tasks, events and deliveries, the claims and outcomes of deliveries).
+// Only what is ours is formatted into the text (column names, slot
+// numbers); every value is an argument.
 type sqlBuilder struct {
 	dialect string
 	sql     strings.Builder
