@@ -28,19 +28,11 @@ func writeIn[T ~string](q *sqlBuilder, col string, vals []T) {
 	switch len(vals) {
 	case 0: // the services never ask; an empty IN () is a syntax error on PostgreSQL
 		q.write("1 = 0")
-		return
 	case 1:
 		q.write(col+" = ?", string(vals[0]))
-		return
+	default:
+		writeList(q, col+" IN (", vals)
 	}
-	q.write(col + " IN (")
-	for i, v := range vals {
-		if i > 0 {
-			q.write(", ")
-		}
-		q.write("?", string(v))
-	}
-	q.write(")")
 }
 
 // writeNotIn writes "col NOT IN (?, …)"; nothing is excluded by no value.
@@ -49,7 +41,12 @@ func writeNotIn[T ~string](q *sqlBuilder, col string, vals []T) {
 		q.write("TRUE")
 		return
 	}
-	q.write(col + " NOT IN (")
+	writeList(q, col+" NOT IN (", vals)
+}
+
+// writeList writes open, a placeholder for each of vals, and ")".
+func writeList[T ~string](q *sqlBuilder, open string, vals []T) {
+	q.write(open)
 	for i, v := range vals {
 		if i > 0 {
 			q.write(", ")
