@@ -50,3 +50,35 @@ func TestAnnouncerCoalescesABurstIntoOneMoreNotification(t *testing.T) {
 	sent("for a commit after the burst")
 	release <- struct{}{}
 }
+
+// A stream of commits gets at most one notification per gap: the one asked
+// for while the last was sent goes out a gap after it, not at once.
+func TestAnnouncerSpacesNotificationsByTheGap(t *testing.T) {
+	const gap = 50 * time.Millisecond
+	sends := make(chan time.Time, 10)
+	a := &announcer{gap: gap, send: func(context.Context) error {
+		sends <- time.Now()
+		return nil
+	}}
+	a.announce()
+	first := <-sends
+	for range 10 {
+		a.announce()
+	}
+	second := <-sends
+	if waited := second.Sub(first); waited < gap {
+		t.Fatalf("the second notification went out %v after the first, want at least %v", waited, gap)
+	}
+	for {
+		a.mu.Lock()
+		idle := !a.running
+		a.mu.Unlock()
+		if idle {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := len(sends); n != 0 {
+		t.Fatalf("%d more notifications for one burst", n)
+	}
+}

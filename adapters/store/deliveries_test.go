@@ -272,13 +272,26 @@ func TestPostgresConcurrentClaims(t *testing.T) {
 	}
 }
 
-// A PostgreSQL dispatcher is notified when deliveries commit, not when they
-// roll back, and not by another schema of the same database.
+// A PostgreSQL dispatcher is notified when another process's deliveries
+// commit: not when they roll back, not by another schema of the same
+// database, and not by its own process's commits (the core wakes it in
+// process after those).
 func TestPostgresWatchDeliveries(t *testing.T) {
 	t.Parallel()
-	db, neighbour := storetest.Postgres(t), storetest.Postgres(t)
+	u := storetest.PostgresURL(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	open := func() *store.DB {
+		db, err := store.Open(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+	// db is this process's handle; other is another process's, on the
+	// same schema.
+	db, other, neighbour := open(), open(), storetest.Postgres(t)
 	c, err := db.WatchDeliveries(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -301,12 +314,12 @@ func TestPostgresWatchDeliveries(t *testing.T) {
 	quiet("a commit in another schema")
 
 	boom := errors.New("boom")
-	err = db.InTx(ctx, func(ctx context.Context) error {
+	err = other.InTx(ctx, func(ctx context.Context) error {
 		e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated, CreatedAt: base}
-		if _, err := db.Events().CreateEvents(ctx, []domain.Event{e}, [][]byte{[]byte(`{}`)}); err != nil {
+		if _, err := other.Events().CreateEvents(ctx, []domain.Event{e}, [][]byte{[]byte(`{}`)}); err != nil {
 			return err
 		}
-		if err := db.Deliveries().CreateDeliveries(ctx, []domain.Delivery{domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w.ID, e)}); err != nil {
+		if err := other.Deliveries().CreateDeliveries(ctx, []domain.Delivery{domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w.ID, e)}); err != nil {
 			return err
 		}
 		return boom
@@ -318,10 +331,14 @@ func TestPostgresWatchDeliveries(t *testing.T) {
 
 	e, _ = newEvent(t, db, ws, domain.EventTaskCreated, base)
 	newDeliveries(t, db, e, w)
+	quiet("a commit of its own process")
+
+	e, _ = newEvent(t, other, ws, domain.EventTaskCreated, base)
+	newDeliveries(t, other, e, w)
 	select {
 	case <-c:
 	case <-time.After(5 * time.Second):
-		t.Fatal("no notification after a commit")
+		t.Fatal("no notification after another process's commit")
 	}
 	cancel()
 	for range c {

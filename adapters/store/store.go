@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -60,6 +61,11 @@ type DB struct {
 	// deliveriesAnnouncer tells other processes' dispatchers of deliveries
 	// this process committed (PostgreSQL only; see announcer).
 	deliveriesAnnouncer announcer
+	// origin is the payload of this handle's delivery notifications, so
+	// that its own watcher can tell them from other processes': this
+	// process's dispatcher is woken in process by its commits already, and
+	// a second wake-up through the database cost it a claim statement.
+	origin string
 }
 
 // The lifetimes of pooled connections (see Open).
@@ -189,12 +195,13 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
 	configurePool(sqlDB, o.maxOpenConns, memory)
-	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url, secrets: o.secrets}
+	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url, secrets: o.secrets, origin: rand.Text()}
 	if err := registerBudget(db); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
+	db.deliveriesAnnouncer.gap = announceGap
 	db.deliveriesAnnouncer.send = func(ctx context.Context) error {
-		return db.gorm.WithContext(ctx).Exec("SELECT pg_notify(" + channelExpr + ", '')").Error
+		return db.gorm.WithContext(ctx).Exec("SELECT pg_notify("+channelExpr+", ?)", db.origin).Error
 	}
 	if dialect == DialectSQLite && !memory {
 		db.writeLock = make(chan struct{}, 1)

@@ -41,7 +41,7 @@ func (db *DB) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
 		}()
 		return out, nil
 	}
-	return db.watch(ctx, eventChannelExpr)
+	return db.watch(ctx, eventChannelExpr, "")
 }
 
 // WatchDeliveries wakes a dispatcher when another process commits new or
@@ -49,7 +49,9 @@ func (db *DB) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
 // CreateDeliveries and RescheduleDelivery notify, over a connection of its
 // own (a pooled one could not wait), reconnecting after a failure and
 // waking the dispatcher then, since notifications sent while it was away are
-// lost. SQLite has no notifications: the channel only closes, and the
+// lost. It passes over the notifications of this handle's own commits
+// (their payload is db.origin): the core wakes its dispatcher in process
+// after each of them. SQLite has no notifications: the channel only closes, and the
 // dispatcher's polling finds other processes' work.
 func (db *DB) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 	out := make(chan struct{}, 1)
@@ -60,13 +62,14 @@ func (db *DB) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 		}()
 		return out, nil
 	}
-	return db.watch(ctx, channelExpr)
+	return db.watch(ctx, channelExpr, db.origin)
 }
 
 // watch LISTENs on the channel that channel (an SQL expression) names, over
 // a connection of its own, reconnecting after a failure and waking the
-// watcher then, since notifications sent while it was away are lost.
-func (db *DB) watch(ctx context.Context, channel string) (<-chan struct{}, error) {
+// watcher then, since notifications sent while it was away are lost. A
+// notification whose payload is own (when not empty) wakes nobody.
+func (db *DB) watch(ctx context.Context, channel, own string) (<-chan struct{}, error) {
 	out := make(chan struct{}, 1)
 	conn, err := db.listen(ctx, channel)
 	if err != nil {
@@ -75,9 +78,11 @@ func (db *DB) watch(ctx context.Context, channel string) (<-chan struct{}, error
 	go func() {
 		defer close(out)
 		for {
-			_, err := conn.WaitForNotification(ctx)
+			n, err := conn.WaitForNotification(ctx)
 			if err == nil {
-				wake(out)
+				if own == "" || n.Payload != own {
+					wake(out)
+				}
 				continue
 			}
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
