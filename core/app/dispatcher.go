@@ -45,6 +45,13 @@ type DispatcherOptions struct {
 	// milliseconds instead of one per commit (each scanning the due
 	// deliveries). Default 0: claim at once.
 	Coalesce time.Duration
+	// Pace is the least time between two claims made for commits, and
+	// between two writes of outcomes: under a stream of writes each
+	// statement takes what arrived since the last, so the claims and
+	// outcome writes a second stay few however many deliveries there are.
+	// A commit after a quiet spell still waits only Coalesce. Default 0:
+	// no pace.
+	Pace time.Duration
 	// Owner names this dispatcher in leases. Default a fresh random id.
 	Owner string
 	// Logger reports failures to reach the database. Default slog.Default().
@@ -199,15 +206,19 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 		remote = c
 	}
 	onlyFreed := false
+	var claimed time.Time // when the last claim was made
 	for ctx.Err() == nil {
 		// While working through a backlog, a worker coming free does not
 		// claim on its own: the claim waits until a quarter of the pool is
 		// free, so that claims come in batches rather than one statement
 		// per delivery. New work (a commit, a notification, a retry falling
 		// due, the poll) claims at once.
-		if (!onlyFreed || x.worthClaiming()) && x.claim(ctx) {
-			onlyFreed = false
-			continue
+		if !onlyFreed || x.worthClaiming() {
+			claimed = time.Now()
+			if x.claim(ctx) {
+				onlyFreed = false
+				continue
+			}
 		}
 		timer := x.d.After(x.untilNextWake())
 		onlyFreed = false
@@ -225,10 +236,10 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 			onlyFreed = true
 		case <-timer:
 		}
-		if commit && x.opts.Coalesce > 0 {
+		if wait := max(x.opts.Coalesce, x.opts.Pace-time.Since(claimed)); commit && wait > 0 {
 			select {
 			case <-ctx.Done():
-			case <-x.d.After(x.opts.Coalesce):
+			case <-x.d.After(wait):
 			}
 		}
 	}

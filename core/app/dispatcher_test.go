@@ -356,6 +356,7 @@ func (s *fakeSender) peaks() (all int, perHook map[string]int) {
 
 type dispatchRig struct {
 	d        *app.Dispatcher
+	wake     *app.Signal // what a local commit notifies
 	clock    *fakeClock
 	store    *fakeDeliveries
 	webhooks *fakeWebhooks
@@ -366,7 +367,7 @@ type dispatchRig struct {
 func newRig() *dispatchRig {
 	hooks := &fakeWebhooks{hooks: map[string]domain.Webhook{}}
 	return &dispatchRig{
-		clock: newFakeClock(), store: newFakeDeliveries(), sender: newFakeSender(),
+		wake: app.NewSignal(), clock: newFakeClock(), store: newFakeDeliveries(), sender: newFakeSender(),
 		webhooks: hooks, events: &fakeEventLog{hooks: hooks},
 	}
 }
@@ -382,7 +383,7 @@ func (r *dispatchRig) run(t *testing.T, o app.DispatcherOptions) (stop func() <-
 	}
 	d := app.NewDispatcher(app.DispatcherDeps{
 		Tx: fakeTx{}, Deliveries: r.store, Webhooks: r.webhooks, Sender: r.sender, Watcher: silentWatcher{},
-		Wake: app.NewSignal(), Clock: r.clock, After: r.clock.After,
+		Wake: r.wake, Clock: r.clock, After: r.clock.After,
 		EventLog: r.events, Payloads: fakePayloads{}, IDs: app.RandomIDs{}, Logged: app.NewSignal(),
 	}, o)
 	r.d = d
@@ -559,6 +560,83 @@ func TestDispatcherWakesForTheRetryItScheduled(t *testing.T) {
 		t.Fatalf("after the retry: %+v", second)
 	}
 	<-stop()
+}
+
+// Under a stream of commits, claims and outcome writes each wait out the
+// pace since the last: a commit right after a claim is claimed for a pace
+// later, not at once, and the outcome of its attempt is written a pace
+// after the previous write. (Pace is an hour here, and only the test's
+// Advance ends a wait.)
+func TestDispatcherPacesClaimsAndOutcomeWrites(t *testing.T) {
+	r := newRig()
+	r.store.add("whd_1", "whk_1", t0)
+	r.run(t, app.DispatcherOptions{Workers: 4, PerWorkspace: 4, Pace: time.Hour})
+	// Runs before the run's own cleanup, which waits for the last outcome
+	// write: a test that fails early leaves one waiting for the pace.
+	t.Cleanup(func() { r.clock.Advance(2 * time.Hour) })
+	if a := <-r.sender.started; a.EventID != "evt_whd_1" {
+		t.Fatalf("first sent %s", a.EventID)
+	}
+	if d := <-r.store.finished; d.ID != "whd_1" {
+		t.Fatalf("first finished %s", d.ID)
+	}
+	// paced waits for the next wait of the pace's length (less the time
+	// since the claim or write it follows), passing over the poll's hour;
+	// early, when it comes first, is what should have waited.
+	paced := func(what string, early <-chan domain.Delivery) {
+		t.Helper()
+		for {
+			select {
+			case d := <-r.clock.asked:
+				if d > 59*time.Minute && d < time.Hour {
+					return
+				}
+			case d := <-early:
+				t.Fatalf("%s of %s did not wait for the pace", what, d.ID)
+			}
+		}
+	}
+	sent := make(chan domain.Delivery, 1)
+	go func() {
+		for a := range r.sender.started {
+			sent <- domain.Delivery{ID: strings.TrimPrefix(a.EventID, "evt_")}
+		}
+	}()
+	claims := func() int {
+		r.store.mu.Lock()
+		defer r.store.mu.Unlock()
+		return len(r.store.claims)
+	}
+	finishes := func() int {
+		r.store.mu.Lock()
+		defer r.store.mu.Unlock()
+		return r.store.finishCalls
+	}
+
+	// The worker coming free claims once more (finding nothing): then the
+	// dispatcher waits.
+	for claims() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+
+	r.store.add("whd_2", "whk_1", t0)
+	r.wake.Notify() // a commit of whd_2
+	paced("the claim", sent)
+	if n := claims(); n != 2 {
+		t.Fatalf("%d claims before the pace was out, want 2", n)
+	}
+	r.clock.Advance(time.Hour)
+	if d := <-sent; d.ID != "whd_2" {
+		t.Fatalf("then sent %s", d.ID)
+	}
+	paced("the outcome write", r.store.finished)
+	if n := finishes(); n != 1 {
+		t.Fatalf("%d outcome writes before the pace was out, want 1", n)
+	}
+	r.clock.Advance(time.Hour)
+	if d := <-r.store.finished; d.ID != "whd_2" || d.Status != domain.DeliverySucceeded {
+		t.Fatalf("then finished %+v", d)
+	}
 }
 
 // An outcome whose write fails (a broken pooled connection) is written
