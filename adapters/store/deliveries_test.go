@@ -289,9 +289,14 @@ func TestPostgresWatchDeliveries(t *testing.T) {
 		t.Cleanup(func() { _ = db.Close() })
 		return db
 	}
-	// db is this process's handle; other is another process's, on the
-	// same schema.
+	// db is this process's handle and sibling a second one of the same
+	// process (its origin); other is another process's, on the same schema.
 	db, other, neighbour := open(), open(), storetest.Postgres(t)
+	sibling, err := store.Open(ctx, u, store.WithOrigin(db.Origin()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sibling.Close() })
 	c, err := db.WatchDeliveries(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +337,9 @@ func TestPostgresWatchDeliveries(t *testing.T) {
 	e, _ = newEvent(t, db, ws, domain.EventTaskCreated, base)
 	newDeliveries(t, db, e, w)
 	quiet("a commit of its own process")
+	e, _ = newEvent(t, sibling, ws, domain.EventTaskCreated, base)
+	newDeliveries(t, sibling, e, w)
+	quiet("a commit of its own process through another handle")
 
 	e, _ = newEvent(t, other, ws, domain.EventTaskCreated, base)
 	newDeliveries(t, other, e, w)

@@ -62,9 +62,10 @@ type DB struct {
 	// this process committed (PostgreSQL only; see announcer).
 	deliveriesAnnouncer announcer
 	// origin is the payload of this handle's delivery notifications, so
-	// that its own watcher can tell them from other processes': this
+	// that its process's watcher can tell them from other processes': the
 	// process's dispatcher is woken in process by its commits already, and
 	// a second wake-up through the database cost it a claim statement.
+	// Handles of one process share it (WithOrigin).
 	origin string
 }
 
@@ -105,6 +106,7 @@ type options struct {
 	logger       logger.Interface
 	maxOpenConns int
 	asyncCommit  bool
+	origin       string
 	secrets      *secretbox.Keyring
 }
 
@@ -145,6 +147,19 @@ func WithAsyncCommit() Option {
 func WithSecrets(k *secretbox.Keyring) Option {
 	return func(o *options) { o.secrets = k }
 }
+
+// WithOrigin makes the handle tag its delivery notifications with origin,
+// and its WatchDeliveries pass over notifications so tagged: give every
+// handle of one process the Origin of the first, so that none of that
+// process's commits wakes its dispatcher through the database (the core
+// wakes it in process). By default each handle has a random origin of its
+// own, as another process would.
+func WithOrigin(origin string) Option {
+	return func(o *options) { o.origin = origin }
+}
+
+// Origin is the tag of this handle's delivery notifications (WithOrigin).
+func (db *DB) Origin() string { return db.origin }
 
 // Open connects to the database named by url and checks that it answers:
 // postgres://… or postgresql://… for PostgreSQL, sqlite:PATH or
@@ -195,7 +210,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
 	configurePool(sqlDB, o.maxOpenConns, memory)
-	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url, secrets: o.secrets, origin: rand.Text()}
+	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, url: url, secrets: o.secrets, origin: o.origin}
+	if db.origin == "" {
+		db.origin = rand.Text()
+	}
 	if err := registerBudget(db); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}

@@ -49,9 +49,10 @@ func (db *DB) WatchEvents(ctx context.Context) (<-chan struct{}, error) {
 // CreateDeliveries and RescheduleDelivery notify, over a connection of its
 // own (a pooled one could not wait), reconnecting after a failure and
 // waking the dispatcher then, since notifications sent while it was away are
-// lost. It passes over the notifications of this handle's own commits
-// (their payload is db.origin): the core wakes its dispatcher in process
-// after each of them. SQLite has no notifications: the channel only closes, and the
+// lost. It passes over the notifications of its own process's commits
+// (their payload is db.origin, shared by the process's handles through
+// WithOrigin): the core wakes its dispatcher in process after each of
+// them. SQLite has no notifications: the channel only closes, and the
 // dispatcher's polling finds other processes' work.
 func (db *DB) WatchDeliveries(ctx context.Context) (<-chan struct{}, error) {
 	out := make(chan struct{}, 1)

@@ -107,7 +107,10 @@ func dispatcherDB(ctx context.Context, db *store.DB, cfg Config, log *slog.Logge
 	if db.Dialect() != store.DialectPostgres {
 		return db, func() {}
 	}
-	ddb, err := store.Open(ctx, cfg.DatabaseURL, store.WithMaxOpenConns(dispatcherConns), store.WithAsyncCommit(), store.WithSecrets(cfg.Secrets))
+	// One origin with db: the API's commits wake this process's dispatcher
+	// in process, not again through the database.
+	ddb, err := store.Open(ctx, cfg.DatabaseURL, store.WithMaxOpenConns(dispatcherConns), store.WithAsyncCommit(),
+		store.WithSecrets(cfg.Secrets), store.WithOrigin(db.Origin()))
 	if err != nil {
 		log.Warn("webhook dispatcher: no connection pool of its own; sharing the API's", "error", err.Error())
 		return db, func() {}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/cmd/worktrack/internal/proctest"
 )
 
@@ -40,9 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	storetest.Main(m, func() { os.RemoveAll(dir) })
 }
 
 // startServe runs `worktrack serve` in dir with env and waits until it
