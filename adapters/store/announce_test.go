@@ -56,19 +56,24 @@ func TestAnnouncerCoalescesABurstIntoOneMoreNotification(t *testing.T) {
 func TestAnnouncerSpacesNotificationsByTheGap(t *testing.T) {
 	const gap = 50 * time.Millisecond
 	sends := make(chan time.Time, 10)
+	release := make(chan struct{})
 	a := &announcer{gap: gap, send: func(context.Context) error {
 		sends <- time.Now()
+		<-release
 		return nil
 	}}
 	a.announce()
-	first := <-sends
+	<-sends
 	for range 10 {
-		a.announce()
+		a.announce() // while the first is being sent
 	}
+	ended := time.Now()
+	release <- struct{}{}
 	second := <-sends
-	if waited := second.Sub(first); waited < gap {
+	if waited := second.Sub(ended); waited < gap {
 		t.Fatalf("the second notification went out %v after the first, want at least %v", waited, gap)
 	}
+	release <- struct{}{}
 	for {
 		a.mu.Lock()
 		idle := !a.running

@@ -190,7 +190,7 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		x.finishLoop(context.WithoutCancel(ctx))
+		x.finishLoop(context.WithoutCancel(ctx), ctx.Done())
 	}()
 	defer func() {
 		// Every attempt has handed over its outcome (wg); write the last.

@@ -39,12 +39,16 @@ func (x *Dispatcher) record(ctx context.Context, out domain.Outcome) {
 // finishLoop writes attempt outcomes until finishes is closed: whatever
 // has queued up while the previous statement ran, or for the rest of the
 // pace after it started, goes into the next one, so that the statements
-// per second stay few however many attempts end.
-func (x *Dispatcher) finishLoop(ctx context.Context) {
+// per second stay few however many attempts end. Once stopping is closed
+// (the dispatcher is shutting down) it no longer waits out the pace.
+func (x *Dispatcher) finishLoop(ctx context.Context, stopping <-chan struct{}) {
 	var wrote time.Time // when the last write started
 	for o := range x.finishes {
 		if wait := x.opts.Pace - time.Since(wrote); wait > 0 {
-			<-x.d.After(wait)
+			select {
+			case <-x.d.After(wait):
+			case <-stopping:
+			}
 		}
 		wrote = time.Now()
 		batch := []domain.Outcome{o}

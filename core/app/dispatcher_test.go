@@ -565,15 +565,15 @@ func TestDispatcherWakesForTheRetryItScheduled(t *testing.T) {
 // Under a stream of commits, claims and outcome writes each wait out the
 // pace since the last: a commit right after a claim is claimed for a pace
 // later, not at once, and the outcome of its attempt is written a pace
-// after the previous write. (Pace is an hour here, and only the test's
-// Advance ends a wait.)
+// after the previous write. (Pace is two hours here, the poll one, and
+// only the test's Advance ends a wait.)
 func TestDispatcherPacesClaimsAndOutcomeWrites(t *testing.T) {
 	r := newRig()
 	r.store.add("whd_1", "whk_1", t0)
-	r.run(t, app.DispatcherOptions{Workers: 4, PerWorkspace: 4, Pace: time.Hour})
-	// Runs before the run's own cleanup, which waits for the last outcome
-	// write: a test that fails early leaves one waiting for the pace.
-	t.Cleanup(func() { r.clock.Advance(2 * time.Hour) })
+	const pace = 2 * time.Hour
+	r.run(t, app.DispatcherOptions{Workers: 4, PerWorkspace: 4, Pace: pace,
+		// A window longer than the waits, so that whd_2 is still sent.
+		Policy: domain.RetryPolicy{Base: time.Minute, Max: 10 * time.Minute, Window: 24 * time.Hour}})
 	if a := <-r.sender.started; a.EventID != "evt_whd_1" {
 		t.Fatalf("first sent %s", a.EventID)
 	}
@@ -588,7 +588,7 @@ func TestDispatcherPacesClaimsAndOutcomeWrites(t *testing.T) {
 		for {
 			select {
 			case d := <-r.clock.asked:
-				if d > 59*time.Minute && d < time.Hour {
+				if d > pace-time.Minute && d <= pace {
 					return
 				}
 			case d := <-early:
@@ -625,7 +625,7 @@ func TestDispatcherPacesClaimsAndOutcomeWrites(t *testing.T) {
 	if n := claims(); n != 2 {
 		t.Fatalf("%d claims before the pace was out, want 2", n)
 	}
-	r.clock.Advance(time.Hour)
+	r.clock.Advance(pace)
 	if d := <-sent; d.ID != "whd_2" {
 		t.Fatalf("then sent %s", d.ID)
 	}
@@ -633,7 +633,7 @@ func TestDispatcherPacesClaimsAndOutcomeWrites(t *testing.T) {
 	if n := finishes(); n != 1 {
 		t.Fatalf("%d outcome writes before the pace was out, want 1", n)
 	}
-	r.clock.Advance(time.Hour)
+	r.clock.Advance(pace)
 	if d := <-r.store.finished; d.ID != "whd_2" || d.Status != domain.DeliverySucceeded {
 		t.Fatalf("then finished %+v", d)
 	}
