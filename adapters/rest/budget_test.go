@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -128,20 +129,28 @@ func TestARefusedPostReleasesItsIdempotencyKeyWithTheShareFull(t *testing.T) {
 		// its outcome.
 		held := make(chan int, 1)
 		var failOnce atomic.Bool
-		err := db.Gorm().Callback().Raw().Before("gorm:raw").Register("test:refuse-first-task", func(tx *gorm.DB) {
-			if !strings.HasPrefix(tx.Statement.SQL.String(), "INSERT INTO tasks ") || !failOnce.CompareAndSwap(false, true) {
-				return
+		refuse := func(sql string) error {
+			if !strings.Contains(sql, "INSERT INTO tasks ") || !failOnce.CompareAndSwap(false, true) {
+				return nil
 			}
 			on.Store(true)
 			go func() { held <- e.Get("/v1/projects", e.Member.Key).Status }()
 			for i := 0; stalled.Load() == 0 && i < 40; i++ {
-				time.Sleep(5 * time.Millisecond) // the read is queued behind this transaction meanwhile
+				time.Sleep(5 * time.Millisecond) // the read is queued behind this statement meanwhile
 			}
-			_ = tx.AddError(errors.New("refused for the test"))
+			return errors.New("refused for the test")
+		}
+		// SQLite inserts the task through GORM in a transaction;
+		// PostgreSQL in one statement of its own (store.TaskStore.CreateTaskLogged).
+		err := db.Gorm().Callback().Raw().Before("gorm:raw").Register("test:refuse-first-task", func(tx *gorm.DB) {
+			if err := refuse(tx.Statement.SQL.String()); err != nil {
+				_ = tx.AddError(err)
+			}
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		db.InterceptRawStatements(func(_ context.Context, sql string) error { return refuse(sql) })
 		send := func() *apitest.Response {
 			return e.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/projects/" + prj + "/tasks", Key: e.Member.Key,
 				Body: map[string]any{"title": "Once"}, Header: map[string]string{"Idempotency-Key": "refused-then-retried"}})

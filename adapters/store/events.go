@@ -124,11 +124,21 @@ func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloa
 // workspace_id.
 func subscribersSQL(dialect string) string {
 	if dialect == DialectPostgres {
-		return `(SELECT string_agg(w.id, ',') FROM webhooks w WHERE w.workspace_id = events.workspace_id AND w.active
-    AND strpos(w.events, '"' || events.type || '"') > 0)`
+		return "(SELECT string_agg(w.id, ',') FROM webhooks w WHERE " + subscribedSQL(dialect, "w", "events") + ")"
 	}
-	return `(SELECT group_concat(w.id, ',') FROM webhooks w WHERE w.workspace_id = events.workspace_id AND w.active
-    AND instr(w.events, '"' || events.type || '"') > 0)`
+	return "(SELECT group_concat(w.id, ',') FROM webhooks w WHERE " + subscribedSQL(dialect, "w", "events") + ")"
+}
+
+// subscribedSQL is the condition that webhook w owes a delivery of event
+// e: w is an active webhook of e's workspace whose events (a JSON array of
+// type names) include e's type.
+func subscribedSQL(dialect, w, e string) string {
+	find := "instr"
+	if dialect == DialectPostgres {
+		find = "strpos"
+	}
+	return w + ".workspace_id = " + e + ".workspace_id AND " + w + ".active AND " +
+		find + "(" + w + ".events, '\"' || " + e + ".type || '\"') > 0"
 }
 
 // positionBatch bounds one sequencer transaction.

@@ -62,8 +62,10 @@ func (db *DB) readBounded(ctx context.Context, q string, args []any, scan func(r
 			args[i] = token
 		}
 	}
-	if observe := db.readObserver.Load(); observe != nil {
-		(*observe)(q)
+	if hook := db.rawHook.Load(); hook != nil {
+		if err := (*hook)(ctx, q); err != nil {
+			return err
+		}
 	}
 	tx, inTx := ctx.Value(txKey{db}).(*gorm.DB)
 	if db.dialect == DialectPostgres && !inTx {
@@ -133,7 +135,21 @@ func (db *DB) readNativeOnce(ctx context.Context, q string, args []any, scan fun
 // ObserveRawReads has fn called with the SQL of every read that bypasses
 // GORM (see query), as GORM's callbacks are called for every other
 // statement: storetest counts statements with both.
-func (db *DB) ObserveRawReads(fn func(sql string)) { db.readObserver.Store(&fn) }
+func (db *DB) ObserveRawReads(fn func(sql string)) {
+	db.InterceptRawStatements(func(_ context.Context, sql string) error {
+		fn(sql)
+		return nil
+	})
+}
+
+// InterceptRawStatements has fn called before every statement that
+// bypasses GORM runs, with the statement's context (its database slot
+// held) and SQL; an error from fn fails the statement with that error, as
+// a GORM callback's AddError does for GORM's. Tests inject failures with
+// it. It replaces ObserveRawReads' function: one hook at a time.
+func (db *DB) InterceptRawStatements(fn func(ctx context.Context, sql string) error) {
+	db.rawHook.Store(&fn)
+}
 
 // numbered rewrites the ? placeholders of q as PostgreSQL's $1, $2, …; the
 // statements given to query have no ? of any other kind (no literals or

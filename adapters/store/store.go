@@ -42,8 +42,9 @@ type DB struct {
 	gorm    *gorm.DB
 	sql     *sql.DB
 	dialect string
-	// readObserver sees the reads that bypass GORM (ObserveRawReads).
-	readObserver atomic.Pointer[func(sql string)]
+	// rawHook sees, and may refuse, the statements that bypass GORM
+	// (ObserveRawReads, InterceptRawStatements).
+	rawHook atomic.Pointer[func(ctx context.Context, sql string) error]
 	// writeLock serialises write transactions of this process on a SQLite
 	// file: SQLite has one writer at a time anyway, and waiting here is cheaper
 	// and fairer than every transaction spinning in SQLite's busy handler.

@@ -189,6 +189,14 @@ type TaskStore interface {
 	// counts by status) are the store's to keep, exact after every commit of
 	// a task's insertion, status change or deletion.
 	CreateTasks(ctx context.Context, ts []domain.Task) error
+	// CreateTaskLogged inserts t with its event as CreateTasks and
+	// EventStore.CreateEvents would, and one delivery, domain.NewDelivery
+	// of o.DeliveryIDs[i], for the i-th (by id) of the workspace's active
+	// webhooks subscribed to the event's type, all at once: a write
+	// that commits all of them or none, in the caller's transaction when
+	// there is one. It returns how many deliveries it wrote; the errors
+	// are CreateTasks'.
+	CreateTaskLogged(ctx context.Context, t domain.Task, o Outboxed) (deliveries int, err error)
 	// FindTaskByID returns resource_not_found when absent or in another workspace.
 	FindTaskByID(ctx context.Context, workspaceID, id string) (domain.Task, error)
 	// FindTaskByIDForUpdate also locks the row until the transaction ends.
@@ -221,4 +229,18 @@ type TaskStore interface {
 // consecutive positions in the log, in the order given.
 type EventRecorder interface {
 	RecordEvent(ctx context.Context, es ...domain.Event) error
+	// RecordWith records e, and its deliveries, with the write of a change
+	// that a store does in one operation: write is given the event
+	// rendered (Outboxed) and returns how many deliveries it wrote.
+	RecordWith(ctx context.Context, e domain.Event, write func(ctx context.Context, o Outboxed) (deliveries int, err error)) error
+}
+
+// Outboxed is an event ready for a store to write with the change it
+// records: its rendered payload, and ids for the deliveries it may owe,
+// one for each webhook its workspace may have
+// (domain.MaxWebhooksPerWorkspace).
+type Outboxed struct {
+	Event       domain.Event
+	Payload     []byte
+	DeliveryIDs []string
 }
