@@ -30,7 +30,7 @@ func TestDatabaseBudgetOverHTTP(t *testing.T) {
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		m := metrics.New()
 		e := apitest.New(t, db, func(o *httpedge.Options) { o.Observer = m })
-		newProject(t, e, "BDG")
+		prj := newProject(t, e, "BDG")
 		e.Get("/v1/projects", e.Other.Key).ExpectStatus(t, http.StatusOK) // warms Globex's key
 		var on atomic.Bool
 		var stalled atomic.Int64
@@ -80,6 +80,13 @@ func TestDatabaseBudgetOverHTTP(t *testing.T) {
 		}
 		if n := refusals(t, m, "database_share"); n != 1 {
 			t.Errorf("database_share refusals: %v, want 1", n)
+		}
+		// A task's creation takes a slot too (PostgreSQL's one statement,
+		// SQLite's transaction), and writes nothing when refused one.
+		e.Send(http.MethodPost, "/v1/projects/"+prj+"/tasks", e.Admin.Key, map[string]any{"title": "Held"}).
+			ExpectError(t, http.StatusTooManyRequests, "too_many_requests", "")
+		if n := refusals(t, m, "database_share"); n != 2 {
+			t.Errorf("database_share refusals after a create: %v, want 2", n)
 		}
 		// Globex is served meanwhile, and Acme's held request once it ends.
 		e.Get("/v1/projects", e.Other.Key).ExpectStatus(t, http.StatusOK)

@@ -29,13 +29,22 @@ func TestWebhookDispatcherIsWokenByTheCommit(t *testing.T) {
 		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
 		e.RunDispatcher(t, app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
 		rc := newReceiver(t, nil)
-		newWebhook(t, e, rc.URL(), "project.created")
+		newWebhook(t, e, rc.URL(), "project.created", "task.created")
 		time.Sleep(50 * time.Millisecond) // the dispatcher is idle, waiting
 		start := time.Now()
-		newProject(t, e, "WAK")
+		prj := newProject(t, e, "WAK")
 		got := rc.WaitFor(1)
 		if d := got[0].At.Sub(start); d > time.Second {
 			t.Fatalf("first attempt %v after the commit; docs/api.md#retries allows one second", d)
+		}
+		// A task's creation is written by one store operation of its own
+		// (without the core's transaction); it wakes the dispatcher too.
+		time.Sleep(50 * time.Millisecond)
+		start = time.Now()
+		newTask(t, e, prj, map[string]any{"title": "Wake"})
+		got = rc.WaitFor(2)
+		if d := got[1].At.Sub(start); d > time.Second {
+			t.Fatalf("a task's first attempt %v after the commit", d)
 		}
 	})
 }
@@ -51,13 +60,22 @@ func TestWebhookPostgresNotifyWakesOtherProcesses(t *testing.T) {
 	apitest.RunDispatcherOver(t, e, remote, other, webhook.NewSender(webhook.SenderOptions{Timeout: time.Second, AllowPrivate: true}),
 		app.DispatcherOptions{Policy: testPolicy(5 * time.Second), PollInterval: time.Hour})
 	rc := newReceiver(t, nil)
-	newWebhook(t, e, rc.URL(), "project.created")
+	newWebhook(t, e, rc.URL(), "project.created", "task.created")
 	time.Sleep(100 * time.Millisecond) // the other dispatcher is idle, listening
 	start := time.Now()
-	newProject(t, e, "NTF")
+	prj := newProject(t, e, "NTF")
 	got := rc.WaitFor(1)
 	if d := got[0].At.Sub(start); d > time.Second {
 		t.Fatalf("first attempt %v after the commit", d)
+	}
+	// A task's creation, one statement outside any transaction, notifies
+	// as well.
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	newTask(t, e, prj, map[string]any{"title": "Notify"})
+	got = rc.WaitFor(2)
+	if d := got[1].At.Sub(start); d > time.Second {
+		t.Fatalf("a task's first attempt %v after the commit", d)
 	}
 }
 
@@ -123,17 +141,22 @@ func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
 			t.Fatalf("create many: %v", err)
 		}
 		// A single create is one store operation, without the core's
-		// transaction: it fails whole when its deliveries cannot be
-		// written (here, fewer ids than subscribers: the delivery's
-		// insert is refused after the task's and the event's).
+		// transaction: it fails whole when its delivery cannot be written
+		// (here, an id minted twice: the delivery's insert is refused after
+		// the task's and the event's).
 		task, err := domain.NewTask(domain.NewID(domain.PrefixTask), e.Workspace.ID, prj, domain.TaskFields{Title: domain.Set("Never")}, e.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
+		var taken string
+		if err := db.Gorm().Raw("SELECT id FROM webhook_deliveries").Row().Scan(&taken); err != nil {
+			t.Fatal(err)
+		}
 		ev := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: e.Workspace.ID, Type: domain.EventTaskCreated,
 			CreatedAt: domain.Timestamp(e.Clock.Now()), Data: task}
-		if n, err := db.Tasks().CreateTaskLogged(ctx, task, ports.Outboxed{Event: ev, Payload: []byte("{}")}); err == nil {
-			t.Fatalf("a create owing a delivery without an id for it: %d deliveries, no error", n)
+		reuse := func() string { return taken }
+		if n, err := db.Tasks().CreateTaskLogged(ctx, task, ports.Outboxed{Event: ev, Payload: []byte("{}"), NewDeliveryID: reuse}); err == nil {
+			t.Fatalf("a create whose delivery's id is taken: %d deliveries, no error", n)
 		}
 		if _, err := failing.Projects.Update(ctx, actor, prj, domain.ProjectFields{Name: domain.Set("Never")}); !errors.Is(err, errInjected) {
 			t.Fatalf("update: %v", err)

@@ -13,7 +13,7 @@ import (
 
 // CreateTaskLogged writes the task, its event, and a delivery as
 // domain.NewDelivery makes it for each of the workspace's active webhooks
-// subscribed to the event's type, the i-th by id taking the i-th id given;
+// subscribed to the event's type, the i-th by id taking the i-th id minted;
 // another workspace's webhooks, and webhooks of other types, get none. A
 // project of another workspace is resource_not_found and writes nothing.
 func TestCreateTaskLogged(t *testing.T) {
@@ -37,11 +37,12 @@ func TestCreateTaskLogged(t *testing.T) {
 			}
 			e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated,
 				CreatedAt: domain.Timestamp(base), Data: task}
-			ids := make([]string, domain.MaxWebhooksPerWorkspace)
-			for i := range ids {
-				ids[i] = domain.NewID(domain.PrefixDelivery)
+			var ids []string // in the order minted
+			mint := func() string {
+				ids = append(ids, domain.NewID(domain.PrefixDelivery))
+				return ids[len(ids)-1]
 			}
-			n, err := db.Tasks().CreateTaskLogged(ctx, task, ports.Outboxed{Event: e, Payload: []byte(`{"id":"` + e.ID + `"}`), DeliveryIDs: ids})
+			n, err := db.Tasks().CreateTaskLogged(ctx, task, ports.Outboxed{Event: e, Payload: []byte(`{"id":"` + e.ID + `"}`), NewDeliveryID: mint})
 			return task, e, ids, n, err
 		}
 
@@ -84,6 +85,38 @@ func TestCreateTaskLogged(t *testing.T) {
 		db.Gorm().Table("tasks").Count(&tasks)
 		if err := db.Gorm().Table("webhook_deliveries").Count(&total).Error; err != nil || events != 0 || tasks != 1 || total != 2 {
 			t.Fatalf("a refused create left %d events, %d tasks, %d deliveries (%v)", events, tasks, total, err)
+		}
+	})
+}
+
+// A workspace with more webhooks subscribed than it may have (made before
+// the limit) still gets a delivery for each: on PostgreSQL the statement's
+// ids run out, and the creation is made again in a transaction.
+func TestCreateTaskLoggedBeyondTheWebhookLimit(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws := newWorkspace(t, db)
+		p := newProject(t, db, ws, "MNY", base)
+		for range domain.MaxWebhooksPerWorkspace + 1 {
+			newWebhook(t, db, ws, base, "task.created")
+		}
+		task, err := domain.NewTask(domain.NewID(domain.PrefixTask), ws.ID, p.ID, domain.TaskFields{Title: domain.Set("Many")}, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated,
+			CreatedAt: domain.Timestamp(base), Data: task}
+		mint := func() string { return domain.NewID(domain.PrefixDelivery) }
+		n, err := db.Tasks().CreateTaskLogged(ctx, task, ports.Outboxed{Event: e, Payload: []byte("{}"), NewDeliveryID: mint})
+		if err != nil || n != domain.MaxWebhooksPerWorkspace+1 {
+			t.Fatalf("create: %d deliveries, %v", n, err)
+		}
+		var rows, tasks int64
+		db.Gorm().Table("webhook_deliveries").Where("event_id = ?", e.ID).Count(&rows)
+		db.Gorm().Table("tasks").Count(&tasks)
+		if rows != int64(n) || tasks != 1 {
+			t.Fatalf("%d deliveries and %d tasks written", rows, tasks)
 		}
 	})
 }

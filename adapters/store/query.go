@@ -21,7 +21,8 @@ type rowScanner interface {
 	Scan(dest ...any) error
 }
 
-// read runs a read statement, written with ? placeholders, in ctx's
+// read runs a statement that returns rows (a read, or a write with
+// RETURNING: CreateTaskLogged), written with ? placeholders, in ctx's
 // transaction or else on the pool, and hands its rows to scan. The hottest
 // reads (a task by id, pages of tasks) are raw statements scanned field by
 // field; going through GORM's Raw as well cost them a statement clone, a
@@ -132,8 +133,8 @@ func (db *DB) readNativeOnce(ctx context.Context, q string, args []any, scan fun
 	})
 }
 
-// ObserveRawReads has fn called with the SQL of every read that bypasses
-// GORM (see query), as GORM's callbacks are called for every other
+// ObserveRawReads has fn called with the SQL of every statement that
+// bypasses GORM (read), as GORM's callbacks are called for every other
 // statement: storetest counts statements with both.
 func (db *DB) ObserveRawReads(fn func(sql string)) {
 	db.InterceptRawStatements(func(_ context.Context, sql string) error {

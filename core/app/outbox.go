@@ -69,18 +69,14 @@ func (o *outbox) RecordEvent(ctx context.Context, es ...domain.Event) error {
 
 // RecordWith is RecordEvent for one event that the store writes together
 // with its change (ports.TaskStore.CreateTaskLogged): the payload rendered
-// once, ids minted for as many deliveries as the workspace may owe, and the
-// same wakes after the commit.
+// once, delivery ids from the outbox's generator, and the same wakes after
+// the commit.
 func (o *outbox) RecordWith(ctx context.Context, e domain.Event, write func(context.Context, ports.Outboxed) (int, error)) error {
 	payload, err := o.payloads.RenderEvent(e)
 	if err != nil {
 		return fmt.Errorf("outbox: render %s: %w", e.Type, err)
 	}
-	ids := make([]string, domain.MaxWebhooksPerWorkspace)
-	for i := range ids {
-		ids[i] = o.ids.NewID(domain.PrefixDelivery)
-	}
-	n, err := write(ctx, ports.Outboxed{Event: e, Payload: payload, DeliveryIDs: ids})
+	n, err := write(ctx, ports.Outboxed{Event: e, Payload: payload, NewDeliveryID: o.newDeliveryID})
 	if err != nil {
 		return err
 	}
@@ -90,3 +86,5 @@ func (o *outbox) RecordWith(ctx context.Context, e domain.Event, write func(cont
 	}
 	return nil
 }
+
+func (o *outbox) newDeliveryID() string { return o.ids.NewID(domain.PrefixDelivery) }

@@ -191,11 +191,11 @@ type TaskStore interface {
 	CreateTasks(ctx context.Context, ts []domain.Task) error
 	// CreateTaskLogged inserts t with its event as CreateTasks and
 	// EventStore.CreateEvents would, and one delivery, domain.NewDelivery
-	// of o.DeliveryIDs[i], for the i-th (by id) of the workspace's active
-	// webhooks subscribed to the event's type, all at once: a write
-	// that commits all of them or none, in the caller's transaction when
-	// there is one. It returns how many deliveries it wrote; the errors
-	// are CreateTasks'.
+	// with an id from o.NewDeliveryID, for each of the workspace's active
+	// webhooks subscribed to the event's type: all of them or none, in the
+	// caller's transaction when there is one. It returns how many
+	// deliveries it wrote. A project or an assignee refused by the tasks'
+	// foreign keys is resource_not_found, as in CreateTasks.
 	CreateTaskLogged(ctx context.Context, t domain.Task, o Outboxed) (deliveries int, err error)
 	// FindTaskByID returns resource_not_found when absent or in another workspace.
 	FindTaskByID(ctx context.Context, workspaceID, id string) (domain.Task, error)
@@ -236,11 +236,10 @@ type EventRecorder interface {
 }
 
 // Outboxed is an event ready for a store to write with the change it
-// records: its rendered payload, and ids for the deliveries it may owe,
-// one for each webhook its workspace may have
-// (domain.MaxWebhooksPerWorkspace).
+// records: its rendered payload, and where its deliveries' ids come from
+// (a store may mint more than it uses).
 type Outboxed struct {
-	Event       domain.Event
-	Payload     []byte
-	DeliveryIDs []string
+	Event         domain.Event
+	Payload       []byte
+	NewDeliveryID func() string
 }
