@@ -220,16 +220,15 @@ func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
 		p := must[*client.Project](t)(s.member.Projects.Create(ctx, client.ProjectCreate{Name: "Twice", Key: "TWC"}))
 		var stalls atomic.Int64
 		stalled, release := make(chan struct{}), make(chan struct{})
-		err := db.Gorm().Callback().Raw().Before("gorm:raw").Register("test:stall-first-task", func(tx *gorm.DB) {
-			if !strings.HasPrefix(tx.Statement.SQL.String(), "INSERT INTO tasks ") || stalls.Add(1) != 1 {
-				return
+		// A task's creation is one statement on PostgreSQL, sent past GORM.
+		db.InterceptRawStatements(func(_ context.Context, sql string) error {
+			if !strings.Contains(sql, "INSERT INTO tasks ") || stalls.Add(1) != 1 {
+				return nil
 			}
 			close(stalled)
 			<-release
+			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		key := client.WithIdempotencyKey(ctx, "twice-"+p.ID)
 		first := make(chan *client.Task, 1)
 		go func() {
