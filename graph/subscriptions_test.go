@@ -567,8 +567,8 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 		e.Get("/v1/events", e.Guest.Key).ExpectStatus(t, http.StatusOK)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var ended error
-		feed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{Ended: func(err error) { ended = err }})
+		endedCh := make(chan error, 1)
+		feed, err := e.App.Live.Subscribe(ctx, guestActor(t, e), app.SubscribeRequest{Ended: func(err error) { endedCh <- err }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -584,6 +584,15 @@ func TestSlowSubscriberIsCutOffAndResumes(t *testing.T) {
 		}
 		const more = 110
 		createTasks(t, e, prj.Str("id"), more)
+		// The subscriber reads nothing more until the feed has ended it:
+		// creates can all commit before the feed has read any of them, and a
+		// subscriber draining the feed meanwhile would never be behind.
+		var ended error
+		select {
+		case ended = <-endedCh:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a subscriber that stopped reading was not ended")
+		}
 		for ev := range feed {
 			got = append(got, ev.ID)
 		}

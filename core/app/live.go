@@ -260,12 +260,12 @@ func (l *Live) pump(ctx context.Context, s *subscriber, cursor int64, out chan<-
 				case <-ctx.Done():
 					return
 				case <-wait:
-					if l.behind(s, e.Seq-1) > l.o.MaxBehind {
+					var n int
+					if n, wait = l.behind(s, e.Seq-1); n > l.o.MaxBehind {
 						end(domain.Errorf(domain.CodeSubscriberTooSlow,
 							"This subscription fell more than %d events behind and has ended. Subscribe again with after set to the id of the last event you received.", l.o.MaxBehind))
 						return
 					}
-					wait = l.changes()
 				}
 			}
 		}
@@ -278,12 +278,6 @@ func (l *Live) pump(ctx context.Context, s *subscriber, cursor int64, out chan<-
 			}
 		}
 	}
-}
-
-func (l *Live) changes() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.changed
 }
 
 // next returns the subscriber's next events after cursor (at most a page),
@@ -343,13 +337,17 @@ func (l *Live) next(ctx context.Context, s *subscriber, cursor int64) ([]domain.
 	return batch, next, wait, nil
 }
 
-// behind counts the events of s in the window after cursor.
-func (l *Live) behind(s *subscriber, cursor int64) int {
+// behind counts the events of s in the window after cursor, and returns
+// the channel closed when the window next changes. Both are read under one
+// lock: a channel taken after the count could be the one made by a change
+// the count did not see, and a subscriber then past the limit would wait
+// for a further event to learn it, however long that took.
+func (l *Live) behind(s *subscriber, cursor int64) (int, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	from := max(cursor-l.base, 0)
 	if !l.known || from > int64(len(l.window)) {
-		return 0
+		return 0, l.changed
 	}
 	n := 0
 	for i := range l.window[from:] {
@@ -357,5 +355,5 @@ func (l *Live) behind(s *subscriber, cursor int64) int {
 			n++
 		}
 	}
-	return n
+	return n, l.changed
 }
