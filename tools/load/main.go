@@ -44,7 +44,8 @@ const (
 type options struct {
 	quick     bool
 	keep      bool
-	duration  string // wrk -d
+	duration  string        // wrk -d
+	runTime   time.Duration // duration, parsed
 	pairs     int
 	selected  []scenario
 	webhooks  bool // run tools/webhookload after the table
@@ -64,9 +65,12 @@ type harness struct {
 	// (rest-create-webhook); nil when no selected scenario needs it.
 	hooked   *dataset
 	receiver *receiver
-	servers  map[string]*process // Worktrack, by backend
-	ref      *process
-	refURL   string
+	// hookedCreates counts the creates answered 2xx in hooked: the
+	// deliveries the receiver is owed.
+	hookedCreates int64
+	servers       map[string]*process // Worktrack, by backend
+	ref           *process
+	refURL        string
 	// refGQL is ../shared/perf/reference-graphql, the bare gqlgen floor,
 	// over the reference's database.
 	refGQL      *process
@@ -207,6 +211,7 @@ func readOptions() (options, error) {
 		}
 		o.pairs = n
 	}
+	o.runTime, _ = time.ParseDuration(o.duration) // checked above, or a default
 	o.selected = scenarios
 	o.webhooks, o.subs, o.neighbors = true, true, true
 	if v := strings.TrimSpace(os.Getenv("LOAD_SCENARIOS")); v != "" {

@@ -26,11 +26,17 @@ type wrkRun struct {
 
 // result is one row of the table.
 type result struct {
-	sc       scenario
-	wt, ref  []wrkRun
-	ratios   []float64 // per pair: Worktrack units/s over reference units/s
-	peakRSS  int64     // kB, the Worktrack process, over the whole scenario
-	newConns int64     // pg_stat_database.sessions delta; -1 when not measured
+	sc      scenario
+	wt, ref []wrkRun
+	ratios  []float64 // per pair: Worktrack units/s over reference units/s
+	// sent, for a hooked scenario, is per pair the ratio of the creates
+	// over the run and the time the deliveries left unsent then took
+	// (settleDeliveries), against the other side's req/s: what the server
+	// sustains when every create's delivery is sent.
+	sent     []float64
+	drain    time.Duration // the hooked side's last settleDeliveries
+	peakRSS  int64         // kB, the Worktrack process, over the whole scenario
+	newConns int64         // pg_stat_database.sessions delta; -1 when not measured
 }
 
 var resultRe = regexp.MustCompile(`RESULT req/s=([\d.]+) p50=([\d.]+)ms p90=[\d.]+ms p99=([\d.]+)ms max=[\d.]+ms n=(\d+) errors\(status/other\)=(\d+)/(\d+)`)
@@ -75,13 +81,24 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 		sessionsBefore, sessionsErr = h.sessions(ctx)
 	}
 	rss := sampleRSS(wt.pid())
+	if s.hooked {
+		h.hookedCreates++ // the smoke request
+	}
 	runWT := func() error {
 		run, err := h.wrk(ctx, wt.url, secret, s.wt.script, wtFile, s.timeout)
 		if err != nil {
 			return err
 		}
 		r.wt = append(r.wt, run)
-		return wt.exited()
+		if err := wt.exited(); err != nil {
+			return err
+		}
+		if s.hooked {
+			h.hookedCreates += run.requests - run.non2xx
+			r.drain, err = h.settleDeliveries(ctx, s.name)
+			return err
+		}
+		return nil
 	}
 	runRef := func() error {
 		run, err := h.wrk(ctx, otherURL, otherSecret, s.ref.script, refFile, s.timeout)
@@ -112,6 +129,9 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 			b := r.ref[len(r.ref)-1]
 			if b.reqPerSec > 0 {
 				r.ratios = append(r.ratios, w.reqPerSec*s.wt.units()/(b.reqPerSec*s.ref.units()))
+				if s.hooked {
+					r.sent = append(r.sent, float64(w.requests)/(h.opts.runTime+r.drain).Seconds()/b.reqPerSec)
+				}
 			}
 		}
 	}
@@ -125,6 +145,38 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 		}
 	}
 	return r, nil
+}
+
+// settleDeliveries waits until the receiver has had a delivery for every
+// create made in the hooked workspace, so that the deliveries a side left
+// behind are not sent while the next side is measured (they would slow it,
+// and flatter the side that left them), and says how many were still to
+// send when the side ended and how long they took.
+func (h *harness) settleDeliveries(ctx context.Context, name string) (time.Duration, error) {
+	start := time.Now()
+	backlog := h.hookedCreates - h.receiver.deliveries.Load()
+	for h.receiver.deliveries.Load() < h.hookedCreates {
+		if time.Since(start) > 2*time.Minute {
+			return 0, fmt.Errorf("%s: %d of %d deliveries still unsent 2 minutes after the creates ended",
+				name, h.hookedCreates-h.receiver.deliveries.Load(), h.hookedCreates)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	drain := time.Since(start)
+	logf("%s: %d deliveries were unsent when the creates ended; sent %s later", name, max(backlog, 0), drain.Round(time.Millisecond))
+	return drain, nil
+}
+
+func pairList(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func refLog(ref []wrkRun) string {
@@ -248,6 +300,10 @@ func printTable(w io.Writer, rows []result, o options) {
 		switch {
 		case r.sc.note != "":
 			notes = append(notes, r.sc.name+": "+r.sc.note)
+			if len(r.sent) > 0 {
+				notes = append(notes, fmt.Sprintf("%s: counting the time the deliveries unsent at the end of each run took to send (creates / (run + that time) against the other side's req/s): %.2f (pairs %s)",
+					r.sc.name, median(r.sent), pairList(r.sent)))
+			}
 		case r.sc.unit != "" && r.sc.ref != nil:
 			notes = append(notes, fmt.Sprintf("%s: %s/s Worktrack %.0f (req/s × %.0f) vs reference %.0f (req/s × %.0f); the ratio compares %s/s",
 				r.sc.name, r.sc.unit, medianOf(r.wt, reqs)*r.sc.wt.units(), r.sc.wt.units(),
