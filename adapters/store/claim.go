@@ -9,8 +9,11 @@ import (
 )
 
 // claimedColumns read what sending the claimed deliveries needs, from the
-// claimed rows (d) joined with their webhook (w) and event (e).
-const claimedColumns = `SELECT d.*, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.headers, e.payload`
+// claimed rows (d) joined with their webhook (w) and event (e), in the
+// order scanClaimed reads them.
+const claimedColumns = `SELECT d.id, d.workspace_id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempts,
+	d.last_attempt_at, d.last_status_code, d.last_error, d.next_attempt_at, d.window_start, d.lease_until, d.locked_by,
+	d.created_at, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.headers, e.payload`
 
 // writeClaimed writes the read of the claimed deliveries from source, the
 // claimed rows; where, when given, writes its condition.
@@ -33,58 +36,86 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	if r.Limit <= 0 {
 		return nil, nil
 	}
-	var rows []struct {
-		Row     deliveryRow    `gorm:"embedded"`
-		URL     string         `gorm:"column:url"`
-		Secret  string         `gorm:"column:secret"`
-		Prev    sql.NullString `gorm:"column:previous_secret"`
-		PrevExp NullTime       `gorm:"column:previous_secret_expires_at"`
-		Headers string         `gorm:"column:headers"`
-		Payload []byte         `gorm:"column:payload"`
-	}
+	var read *sqlBuilder
 	if s.db.dialect == DialectPostgres {
-		q, args := pgClaim(r)
-		if err := s.db.conn(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("store: claim deliveries: %w", err)
-		}
+		read = pgClaim(r)
 	} else {
-		q, args := sqliteClaim(r)
+		q := sqliteClaim(r)
 		var ids []string
-		if err := s.db.conn(ctx).Raw(q, args...).Scan(&ids).Error; err != nil {
+		err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		if err != nil {
 			return nil, fmt.Errorf("store: claim deliveries: %w", err)
 		}
 		if len(ids) == 0 {
 			return nil, nil
 		}
-		read := sqlBuilder{dialect: s.db.dialect}
+		read = &sqlBuilder{dialect: s.db.dialect}
 		read.writeClaimed("webhook_deliveries", func() {
-			writeIn(&read, "d.id", ids)
+			writeIn(read, "d.id", ids)
 			read.write(" AND d.locked_by = ?", r.Owner)
 		})
-		if err := s.db.conn(ctx).Raw(read.sql.String(), read.args...).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
-		}
 	}
-	out := make([]ports.Dispatch, len(rows))
-	for i, row := range rows {
-		d, err := deliveryFromRow(row.Row)
-		if err != nil {
-			return nil, fmt.Errorf("store: read claimed deliveries: %w", err)
-		}
-		secret, previous, err := s.db.openSecrets(d.WebhookID, row.Secret, row.Prev.String)
-		if err != nil {
-			return nil, err
-		}
-		headers, err := s.db.openHeaders(d.WebhookID, row.Headers)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = ports.Dispatch{
-			Delivery: d, URL: row.URL, Secret: secret, Headers: headers,
-			PreviousSecret: previous, PreviousSecretExpiresAt: row.PrevExp.Ptr(), Payload: row.Payload,
-		}
+	var out []ports.Dispatch
+	if err := s.db.read(ctx, read.sql.String(), read.args, s.scanClaimed(&out)); err != nil {
+		return nil, fmt.Errorf("store: claim deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// scanClaimed reads claimedColumns field by field into Dispatches (GORM's
+// reflective Scan cost a claim more than its statement's round trip),
+// opening each webhook's sealed secrets and headers once per claim however
+// many of its deliveries the claim took.
+func (s *DeliveryStore) scanClaimed(out *[]ports.Dispatch) func(rowScanner) error {
+	type opened struct {
+		secret, previous string
+		headers          map[string]string
+	}
+	return func(rows rowScanner) error {
+		hooks := map[string]opened{}
+		for rows.Next() {
+			var (
+				r                    deliveryRow
+				url, secret, headers string
+				prev                 sql.NullString
+				prevExp              NullTime
+				payload              []byte
+			)
+			if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.WebhookID, &r.EventID, &r.EventType, &r.Status, &r.Attempts,
+				&r.LastAttemptAt, &r.LastStatusCode, &r.LastError, &r.NextAttemptAt, &r.WindowStart, &r.LeaseUntil, &r.LockedBy,
+				&r.CreatedAt, &url, &secret, &prev, &prevExp, &headers, &payload); err != nil {
+				return err
+			}
+			d, err := deliveryFromRow(r)
+			if err != nil {
+				return fmt.Errorf("read claimed deliveries: %w", err)
+			}
+			o, ok := hooks[d.WebhookID]
+			if !ok {
+				if o.secret, o.previous, err = s.db.openSecrets(d.WebhookID, secret, prev.String); err != nil {
+					return err
+				}
+				if o.headers, err = s.db.openHeaders(d.WebhookID, headers); err != nil {
+					return err
+				}
+				hooks[d.WebhookID] = o
+			}
+			*out = append(*out, ports.Dispatch{
+				Delivery: d, URL: url, Secret: o.secret, Headers: o.headers,
+				PreviousSecret: o.previous, PreviousSecretExpiresAt: prevExp.Ptr(), Payload: payload,
+			})
+		}
+		return nil
+	}
 }
 
 // pgClaim leases due deliveries on PostgreSQL, webhook by webhook, so
@@ -108,8 +139,8 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 //     workspace), each workspace's oldest first and then its next ones
 //     (ordered by wn), up to Limit, are leased. A candidate left out is not
 //     updated, and its row lock ends with the statement.
-func pgClaim(r ports.ClaimRequest) (string, []any) {
-	q := sqlBuilder{dialect: DialectPostgres}
+func pgClaim(r ports.ClaimRequest) *sqlBuilder {
+	q := &sqlBuilder{dialect: DialectPostgres}
 	now := Time(r.Now)
 	perWebhook := r.PerWebhook
 	if perWebhook <= 0 {
@@ -163,7 +194,7 @@ func pgClaim(r ports.ClaimRequest) (string, []any) {
 )
 `, r.Limit)
 	q.writeClaimed("claimed", nil)
-	return q.sql.String(), q.args
+	return q
 }
 
 // sqliteCandidates is how many of the oldest due deliveries a SQLite claim
@@ -180,8 +211,8 @@ func sqliteCandidates(limit int) int { return max(8*limit, 1024) }
 // for those named in Room) and of each workspace (wn), each workspace's
 // oldest first (interleaved by wn). It returns the ids leased; SQLite has
 // no UPDATE in a WITH clause, so the read of what was leased follows.
-func sqliteClaim(r ports.ClaimRequest) (string, []any) {
-	q := sqlBuilder{dialect: DialectSQLite}
+func sqliteClaim(r ports.ClaimRequest) *sqlBuilder {
+	q := &sqlBuilder{dialect: DialectSQLite}
 	now := Time(r.Now)
 	q.write(`UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
 WHERE id IN (
@@ -218,7 +249,7 @@ WHERE id IN (
 	LIMIT ?
 )
 RETURNING id`, r.Limit)
-	return q.sql.String(), q.args
+	return q
 }
 
 // skip writes the conditions leaving out r's webhooks and workspaces to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -69,6 +70,57 @@ func TestDeliveryStoreListing(t *testing.T) {
 		equal(t, "failed deliveries", list(&st), failed)
 		if got, err := s.FindDeliveries(ctx, ports.DeliveryFilter{WorkspaceID: other.ID, WebhookID: w.ID, Limit: 10}); err != nil || len(got) != 0 {
 			t.Fatalf("another workspace sees %d deliveries (%v)", len(got), err)
+		}
+	})
+}
+
+// TestAClaimCarriesEachWebhooksOwnSecrets: a claim opens each webhook's
+// sealed secrets and headers once, however many of its deliveries it takes;
+// every delivery still goes out with its own webhook's URL, secrets and
+// headers.
+func TestAClaimCarriesEachWebhooksOwnSecrets(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ws := newWorkspace(t, db)
+		var hooks []domain.Webhook
+		for i := range 3 {
+			w, err := domain.NewWebhook(domain.NewID(domain.PrefixWebhook), ws.ID, domain.WebhookFields{
+				URL:     domain.Set(fmt.Sprintf("https://hooks.example.com/%d", i)),
+				Events:  domain.Set([]string{"task.created"}),
+				Headers: domain.Set(map[string]string{"X-Hook": fmt.Sprint(i)}),
+			}, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 1 {
+				w = w.RotateSecret(base, time.Hour) // a previous secret too
+			}
+			if err := db.Webhooks().CreateWebhook(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			hooks = append(hooks, w)
+		}
+		for i := range 2 {
+			e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Second))
+			newDeliveries(t, db, e, hooks...)
+		}
+		got, err := db.Deliveries().ClaimDeliveries(ctx, ports.ClaimRequest{Owner: "dsp_a", Now: base.Add(time.Minute), LeaseUntil: base.Add(2 * time.Minute), Limit: 10})
+		if err != nil || len(got) != 6 {
+			t.Fatalf("claim: %d %v", len(got), err)
+		}
+		byID := map[string]domain.Webhook{}
+		for _, w := range hooks {
+			byID[w.ID] = w
+		}
+		for _, d := range got {
+			w := byID[d.Delivery.WebhookID]
+			if d.URL != w.URL || d.Secret != w.Secret || d.PreviousSecret != w.PreviousSecret ||
+				!reflect.DeepEqual(d.PreviousSecretExpiresAt, w.PreviousSecretExpiresAt) || !reflect.DeepEqual(d.Headers, w.Headers) {
+				t.Errorf("delivery %s of %s went out as %s, secret %q, previous %q until %v, headers %v; want %s, %q, %q until %v, %v",
+					d.Delivery.ID, w.ID, d.URL, d.Secret, d.PreviousSecret, d.PreviousSecretExpiresAt, d.Headers,
+					w.URL, w.Secret, w.PreviousSecret, w.PreviousSecretExpiresAt, w.Headers)
+			}
 		}
 	})
 }

@@ -11,7 +11,10 @@ import (
 
 // PGClaim exposes PostgreSQL's claim statement, with its arguments, to the
 // plan checks of store_test.
-func PGClaim(r ports.ClaimRequest) (string, []any) { return pgClaim(r) }
+func PGClaim(r ports.ClaimRequest) (string, []any) {
+	q := pgClaim(r)
+	return q.sql.String(), q.args
+}
 
 // Conn exposes the handle repository methods start from (the transaction
 // in ctx, else the pool), so that tests can run a statement of their own
