@@ -142,8 +142,14 @@ func TestARefusedPostReleasesItsIdempotencyKeyWithTheShareFull(t *testing.T) {
 			}
 			on.Store(true)
 			go func() { held <- e.Get("/v1/projects", e.Member.Key).Status }()
-			for i := 0; stalled.Load() == 0 && i < 40; i++ {
-				time.Sleep(5 * time.Millisecond) // the read is queued behind this statement meanwhile
+			// Refuse only once the read waits for the slot this statement
+			// holds: ending, the statement hands the slot straight to it.
+			for waited := time.Duration(0); db.QueuedStatements(e.Workspace.ID) == 0; waited += time.Millisecond {
+				if waited > 10*time.Second {
+					t.Error("the read never queued for the workspace's slot")
+					break
+				}
+				time.Sleep(time.Millisecond)
 			}
 			return errors.New("refused for the test")
 		}

@@ -62,6 +62,22 @@ func (db *DB) Budget() Budget {
 	return Budget{}
 }
 
+// QueuedStatements is how many statements or transactions of the
+// workspace wait for a slot of its share now (tests wait on it to know a
+// statement is queued, not merely started).
+func (db *DB) QueuedStatements(workspaceID string) int {
+	b := db.budget.Load()
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.shares[workspaceID]; s != nil {
+		return s.waiting
+	}
+	return 0
+}
+
 type budget struct {
 	Budget
 	mu     sync.Mutex
