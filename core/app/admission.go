@@ -2,6 +2,7 @@ package app
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -26,8 +27,10 @@ type admission struct {
 	attempts map[string]struct{} // the deliveries of the attempts in flight
 
 	// backlog: the last claim took all it asked for, so more may be due;
-	// backlogHooks are the webhooks it took all their room of.
+	// poolFull, it took every free worker; backlogHooks are the webhooks
+	// it took all their room of.
 	backlog      bool
+	poolFull     bool
 	backlogHooks map[string]bool
 }
 
@@ -101,8 +104,13 @@ func (a *admission) admit(claimed []ports.Dispatch, r claimRoom) (admitted []por
 	}
 	// A webhook that got all the room it was offered may have more due:
 	// the claim loop claims again for it once a batch's worth of its room
-	// is free, rather than one statement per finished attempt.
-	clear(a.backlogHooks)
+	// is free, rather than one statement per finished attempt. One the
+	// claim skipped, at its cap, keeps the backlog it had.
+	for id := range a.backlogHooks {
+		if !slices.Contains(r.skip, id) {
+			delete(a.backlogHooks, id)
+		}
+	}
 	for id, n := range got {
 		room, ok := r.room[id]
 		if !ok {
@@ -112,7 +120,8 @@ func (a *admission) admit(claimed []ports.Dispatch, r claimRoom) (admitted []por
 			a.backlogHooks[id] = true
 		}
 	}
-	a.backlog = len(claimed) == r.free || len(a.backlogHooks) > 0
+	a.poolFull = len(claimed) == r.free
+	a.backlog = a.poolFull || len(a.backlogHooks) > 0
 	return admitted, over
 }
 
@@ -134,6 +143,23 @@ func (a *admission) release(d domain.Delivery) {
 // webhook with a backlog).
 func (a *admission) worthClaiming() bool {
 	if !a.backlog || a.workers-a.inFlight >= max(1, a.workers/4) {
+		return true
+	}
+	for id := range a.backlogHooks {
+		if a.perWebhook-a.perHook[id] >= max(1, a.perWebhook/4) {
+			return true
+		}
+	}
+	return false
+}
+
+// backlogBatchFree reports whether the last claim left a backlog and a
+// batch of it could start now: a quarter of the pool free when the claim
+// filled the pool, or a quarter of the room of a webhook whose room it
+// filled. Unlike worthClaiming it says nothing when there is no backlog,
+// and a pool with room to spare does not count for a webhook at its cap.
+func (a *admission) backlogBatchFree() bool {
+	if a.poolFull && a.workers-a.inFlight >= max(1, a.workers/4) {
 		return true
 	}
 	for id := range a.backlogHooks {

@@ -121,6 +121,55 @@ func TestAdmissionNotesAWebhooksBacklog(t *testing.T) {
 	}
 }
 
+// While claims are paced, only a backlog's batch ends the wait: a
+// quarter of the room of a webhook at its cap, however free the pool, or a
+// quarter of the pool when the pool was the limit; nothing without a
+// backlog.
+func TestAdmissionBacklogBatchFree(t *testing.T) {
+	a := newAdmission(100, 8, 1000)
+	a.admit(claimedOf("A", 0, 3), a.room())
+	if a.backlogBatchFree() {
+		t.Fatal("a short claim left no backlog, yet a batch of it is free")
+	}
+	b := newAdmission(100, 8, 1000)
+	b.admit(claimedOf("A", 0, 8), b.room())
+	b.release(domain.Delivery{ID: "whd_A_0", WebhookID: "A"})
+	if b.backlogBatchFree() {
+		t.Fatal("one free slot of A's eight is no batch, though 93 workers of 100 are free")
+	}
+	b.release(domain.Delivery{ID: "whd_A_1", WebhookID: "A"})
+	if !b.backlogBatchFree() {
+		t.Fatal("a quarter of A's room free is a batch of its backlog")
+	}
+	// A claim made while A was at its cap skipped it: A keeps its backlog.
+	d := newAdmission(100, 8, 1000)
+	d.admit(claimedOf("A", 0, 8), d.room())
+	r := d.room()
+	if !slices.Contains(r.skip, "A") {
+		t.Fatalf("A at its cap is not skipped: %+v", r)
+	}
+	d.admit(nil, r)
+	d.release(domain.Delivery{ID: "whd_A_0", WebhookID: "A"})
+	d.release(domain.Delivery{ID: "whd_A_1", WebhookID: "A"})
+	if !d.backlogBatchFree() {
+		t.Fatal("a claim that skipped A at its cap forgot A's backlog")
+	}
+	c := newAdmission(8, 8, 1000)
+	var claimed []ports.Dispatch
+	for w := range 8 {
+		claimed = append(claimed, claimedOf(fmt.Sprintf("W%d", w), 0, 1)...)
+	}
+	c.admit(claimed, c.room())
+	c.release(domain.Delivery{ID: claimed[0].Delivery.ID, WebhookID: "W0"})
+	if c.backlogBatchFree() {
+		t.Fatal("one free worker of eight is no batch of the pool's backlog")
+	}
+	c.release(domain.Delivery{ID: claimed[1].Delivery.ID, WebhookID: "W1"})
+	if !c.backlogBatchFree() {
+		t.Fatal("a quarter of the pool free is a batch of its backlog")
+	}
+}
+
 func TestRetryTimesWakeAtTheEarliest(t *testing.T) {
 	var r retryTimes
 	if _, ok := r.next(); ok {

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -636,6 +637,40 @@ func TestDispatcherPacesClaimsAndOutcomeWrites(t *testing.T) {
 	r.clock.Advance(pace)
 	if d := <-r.store.finished; d.ID != "whd_2" || d.Status != domain.DeliverySucceeded {
 		t.Fatalf("then finished %+v", d)
+	}
+}
+
+// Under a stream of commits, a webhook with more due than its cap is not
+// held to its cap per pace: attempts ending free room that is claimed at
+// once. (The pace is two hours and nothing advances the clock, so only the
+// freed workers can end the claim loop's wait.)
+func TestDispatcherPaceDoesNotCapABackloggedWebhook(t *testing.T) {
+	r := newRig()
+	for i := range 12 {
+		r.store.add(fmt.Sprintf("whd_%02d", i), "whk_1", t0)
+	}
+	held := make(chan struct{})
+	r.sender.hold = func(ports.WebhookAttempt) <-chan struct{} { return held }
+	const pace = 2 * time.Hour
+	r.run(t, app.DispatcherOptions{Workers: 8, PerWorkspace: 8, PerWebhook: 4, Pace: pace,
+		Policy: domain.RetryPolicy{Base: time.Minute, Max: 10 * time.Minute, Window: 24 * time.Hour}})
+	for range 4 {
+		<-r.sender.started // the cap's worth, held
+	}
+	// A commit: the claim loop waits out the pace since its last claim.
+	r.wake.Notify()
+	for d := range r.clock.asked {
+		if d > pace-time.Minute && d <= pace {
+			break
+		}
+	}
+	close(held)
+	for i := range 8 {
+		select {
+		case <-r.sender.started:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of the 8 deliveries left started while the claim loop waited out the pace", i)
+		}
 	}
 }
 
