@@ -149,7 +149,7 @@ func NewSender(o SenderOptions) *Sender {
 		ForceAttemptHTTP2: true,
 		// One transport for every attempt, so that connections to a
 		// receiver are kept alive and reused: enough idle ones per host for
-		// the dispatcher's per-webhook concurrency (32 by default) with
+		// the dispatcher's per-webhook concurrency (16 by default) with
 		// room for several webhooks on one host.
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   64,

@@ -27,17 +27,19 @@ type admission struct {
 	attempts map[string]struct{} // the deliveries of the attempts in flight
 
 	// backlog: the last claim took all it asked for, so more may be due;
-	// poolFull, it took every free worker; backlogHooks are the webhooks
-	// it took all their room of.
+	// poolFull, it took every free worker; backlogHooks and backlogWS are
+	// the webhooks and workspaces it took all their room of.
 	backlog      bool
 	poolFull     bool
 	backlogHooks map[string]bool
+	backlogWS    map[string]bool
 }
 
 func newAdmission(workers, perWebhook, perWorkspace int) *admission {
 	return &admission{
 		workers: workers, perWebhook: perWebhook, perWorkspace: perWorkspace,
-		perHook: map[string]int{}, perWS: map[string]int{}, attempts: map[string]struct{}{}, backlogHooks: map[string]bool{},
+		perHook: map[string]int{}, perWS: map[string]int{}, attempts: map[string]struct{}{},
+		backlogHooks: map[string]bool{}, backlogWS: map[string]bool{},
 	}
 }
 
@@ -88,10 +90,11 @@ func (a *admission) request(r claimRoom, owner string, now, leaseUntil time.Time
 // its cap, to give back. It then notes what the claim, made with room r,
 // left due.
 func (a *admission) admit(claimed []ports.Dispatch, r claimRoom) (admitted []ports.Dispatch, over []string) {
-	got := map[string]int{}
+	got, gotWS := map[string]int{}, map[string]int{}
 	for _, c := range claimed {
 		wh, ws := c.Delivery.WebhookID, c.Delivery.WorkspaceID
 		got[wh]++
+		gotWS[ws]++
 		if a.perHook[wh] >= a.perWebhook || a.perWS[ws] >= a.perWorkspace {
 			over = append(over, c.Delivery.ID)
 			continue
@@ -102,27 +105,34 @@ func (a *admission) admit(claimed []ports.Dispatch, r claimRoom) (admitted []por
 		a.attempts[c.Delivery.ID] = struct{}{}
 		admitted = append(admitted, c)
 	}
-	// A webhook that got all the room it was offered may have more due:
-	// the claim loop claims again for it once a batch's worth of its room
-	// is free, rather than one statement per finished attempt. One the
-	// claim skipped, at its cap, keeps the backlog it had.
-	for id := range a.backlogHooks {
-		if !slices.Contains(r.skip, id) {
-			delete(a.backlogHooks, id)
+	// A webhook or workspace that got all the room it was offered may have
+	// more due: the claim loop claims again for it once a batch's worth of
+	// its room is free, rather than one statement per finished attempt.
+	// One the claim skipped, at its cap, keeps the backlog it had.
+	noteBacklog(a.backlogHooks, got, r.skip, r.room, a.perWebhook)
+	noteBacklog(a.backlogWS, gotWS, r.skipWS, r.wsRoom, a.perWorkspace)
+	a.poolFull = len(claimed) == r.free
+	a.backlog = a.poolFull || len(a.backlogHooks) > 0 || len(a.backlogWS) > 0
+	return admitted, over
+}
+
+// noteBacklog sets backlog to the keys of got that got all their room
+// (room's, else limit), and those of the old backlog in skipped.
+func noteBacklog(backlog map[string]bool, got map[string]int, skipped []string, room map[string]int, limit int) {
+	for id := range backlog {
+		if !slices.Contains(skipped, id) {
+			delete(backlog, id)
 		}
 	}
 	for id, n := range got {
-		room, ok := r.room[id]
+		r, ok := room[id]
 		if !ok {
-			room = a.perWebhook
+			r = limit
 		}
-		if n >= room {
-			a.backlogHooks[id] = true
+		if n >= r {
+			backlog[id] = true
 		}
 	}
-	a.poolFull = len(claimed) == r.free
-	a.backlog = a.poolFull || len(a.backlogHooks) > 0
-	return admitted, over
 }
 
 // release ends the bookkeeping of an attempt.
@@ -140,13 +150,24 @@ func (a *admission) release(d domain.Delivery) {
 // worthClaiming reports whether a claim made only because workers came free
 // is worth its statement: there was no backlog at the last claim, or enough
 // workers are free to take a batch (a quarter of them, in all or for a
-// webhook with a backlog).
+// webhook or workspace with a backlog).
 func (a *admission) worthClaiming() bool {
 	if !a.backlog || a.workers-a.inFlight >= max(1, a.workers/4) {
 		return true
 	}
+	return a.backlogRoomFree()
+}
+
+// backlogRoomFree reports whether a quarter of the room of a webhook or a
+// workspace with a backlog is free.
+func (a *admission) backlogRoomFree() bool {
 	for id := range a.backlogHooks {
 		if a.perWebhook-a.perHook[id] >= max(1, a.perWebhook/4) {
+			return true
+		}
+	}
+	for id := range a.backlogWS {
+		if a.perWorkspace-a.perWS[id] >= max(1, a.perWorkspace/4) {
 			return true
 		}
 	}
@@ -155,19 +176,15 @@ func (a *admission) worthClaiming() bool {
 
 // backlogBatchFree reports whether the last claim left a backlog and a
 // batch of it could start now: a quarter of the pool free when the claim
-// filled the pool, or a quarter of the room of a webhook whose room it
-// filled. Unlike worthClaiming it says nothing when there is no backlog,
-// and a pool with room to spare does not count for a webhook at its cap.
+// filled the pool, or a quarter of the room of a webhook or workspace whose
+// room it filled. Unlike worthClaiming it says nothing when there is no
+// backlog, and a pool with room to spare does not count for a webhook or
+// workspace at its cap.
 func (a *admission) backlogBatchFree() bool {
 	if a.poolFull && a.workers-a.inFlight >= max(1, a.workers/4) {
 		return true
 	}
-	for id := range a.backlogHooks {
-		if a.perWebhook-a.perHook[id] >= max(1, a.perWebhook/4) {
-			return true
-		}
-	}
-	return false
+	return a.backlogRoomFree()
 }
 
 // inFlightIDs are the deliveries of the attempts in flight.

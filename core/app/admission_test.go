@@ -154,6 +154,18 @@ func TestAdmissionBacklogBatchFree(t *testing.T) {
 	if !d.backlogBatchFree() {
 		t.Fatal("a claim that skipped A at its cap forgot A's backlog")
 	}
+	// Held back by its workspace's cap, B got less than its own room: the
+	// workspace's backlog is B's.
+	w := newAdmission(100, 6, 8)
+	w.admit(append(claimedIn("W", "A", 0, 6), claimedIn("W", "B", 0, 2)...), w.room())
+	w.release(domain.Delivery{ID: "whd_B_0", WebhookID: "B", WorkspaceID: "W"})
+	if w.backlogBatchFree() {
+		t.Fatal("one free slot of W's eight is no batch of its backlog")
+	}
+	w.release(domain.Delivery{ID: "whd_B_1", WebhookID: "B", WorkspaceID: "W"})
+	if !w.backlogBatchFree() {
+		t.Fatal("a quarter of W's room free, W having taken all its room, is a batch of its backlog")
+	}
 	c := newAdmission(8, 8, 1000)
 	var claimed []ports.Dispatch
 	for w := range 8 {

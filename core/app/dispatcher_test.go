@@ -641,9 +641,9 @@ func TestDispatcherPacesClaimsAndOutcomeWrites(t *testing.T) {
 }
 
 // Under a stream of commits, a webhook with more due than its cap is not
-// held to its cap per pace: attempts ending free room that is claimed at
-// once. (The pace is two hours and nothing advances the clock, so only the
-// freed workers can end the claim loop's wait.)
+// held to its cap per pace: attempts ending free room that is claimed a
+// quarter of the pace after the last claim. (The pace is two hours, and
+// the clock is advanced by a quarter of it only.)
 func TestDispatcherPaceDoesNotCapABackloggedWebhook(t *testing.T) {
 	r := newRig()
 	for i := range 12 {
@@ -664,7 +664,18 @@ func TestDispatcherPaceDoesNotCapABackloggedWebhook(t *testing.T) {
 			break
 		}
 	}
+	// The attempts ending make a batch of the backlog: the claim waits a
+	// quarter of the pace since the last claim, not the whole pace.
 	close(held)
+	for quarter := false; !quarter; {
+		select {
+		case d := <-r.clock.asked:
+			quarter = d > pace/4-time.Minute && d <= pace/4
+		case <-time.After(30 * time.Second):
+			t.Fatal("the freed workers did not shorten the claim loop's wait")
+		}
+	}
+	r.clock.Advance(pace / 4)
 	for i := range 8 {
 		select {
 		case <-r.sender.started:
