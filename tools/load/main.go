@@ -44,8 +44,7 @@ const (
 type options struct {
 	quick     bool
 	keep      bool
-	duration  string        // wrk -d
-	runTime   time.Duration // duration, parsed
+	duration  string // wrk -d
 	pairs     int
 	selected  []scenario
 	webhooks  bool // run tools/webhookload after the table
@@ -66,8 +65,10 @@ type harness struct {
 	hooked   *dataset
 	receiver *receiver
 	// hookedCreates counts the creates answered 2xx in hooked: the
-	// deliveries the receiver is owed.
+	// deliveries the receiver is owed at least.
 	hookedCreates int64
+	wtDSN         string              // Worktrack's database
+	wtConn        *pgx.Conn           // on wtDSN, opened by settleDeliveries
 	servers       map[string]*process // Worktrack, by backend
 	ref           *process
 	refURL        string
@@ -211,7 +212,6 @@ func readOptions() (options, error) {
 		}
 		o.pairs = n
 	}
-	o.runTime, _ = time.ParseDuration(o.duration) // checked above, or a default
 	o.selected = scenarios
 	o.webhooks, o.subs, o.neighbors = true, true, true
 	if v := strings.TrimSpace(os.Getenv("LOAD_SCENARIOS")); v != "" {
@@ -316,6 +316,7 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.wtDSN = wtDSN
 	h.data = newDataset()
 	for _, s := range h.opts.selected {
 		if s.hooked && h.hooked == nil {
@@ -533,6 +534,9 @@ func (h *harness) cleanup() {
 	}
 	if h.refGQL != nil {
 		h.refGQL.stop()
+	}
+	if h.wtConn != nil {
+		_ = h.wtConn.Close(context.Background())
 	}
 	if h.admin == nil {
 		return
