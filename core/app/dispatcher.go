@@ -240,7 +240,7 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 		case <-timer:
 		}
 		if wait := max(x.opts.Coalesce, x.opts.Pace-time.Since(claimed)); commit && wait > 0 {
-			x.pace(ctx, wait, x.opts.Pace/4-time.Since(claimed))
+			x.pace(ctx, wait, claimed)
 		}
 	}
 	x.wg.Wait()
@@ -263,12 +263,13 @@ func (x *Dispatcher) Abandon(ctx context.Context) error {
 // pace waits before a claim that commits asked for, so that the commits
 // made meanwhile are claimed by the same statement. Workers coming free in
 // a batch's worth for the backlog the last claim left (backlogBatchFree)
-// shorten the wait to least (a quarter of the pace since the last claim):
+// shorten the wait to a quarter of the pace since the last claim (made at
+// claimed):
 // otherwise, under a stream of writes, a webhook with more due than its cap
 // got at most PerWebhook attempts per pace however fast its receiver
-// answered (16 per 20 ms, 800 a second, in the server); least still
+// answered (16 per 20 ms, 800 a second, in the server); the quarter still
 // spaces such claims.
-func (x *Dispatcher) pace(ctx context.Context, wait, least time.Duration) {
+func (x *Dispatcher) pace(ctx context.Context, wait time.Duration, claimed time.Time) {
 	timer := x.d.After(wait)
 	var soon <-chan time.Time
 	for {
@@ -289,6 +290,7 @@ func (x *Dispatcher) pace(ctx context.Context, wait, least time.Duration) {
 			if !batch {
 				continue
 			}
+			least := x.opts.Pace/4 - time.Since(claimed) // from now, not from the wait's start
 			if least <= 0 {
 				return
 			}
