@@ -69,12 +69,13 @@ func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimReques
 	args := read.args
 	if s.db.dialect == DialectPostgres {
 		// Planned for this claim's values and the table as it is now, not
-		// once: pgx prepares and caches every statement, and PostgreSQL then
-		// settles on a generic plan after five runs. Settled while the table
-		// was nearly empty (a new database's first deliveries) that plan read
-		// every delivery ever made, twice, by sequential scan, and kept
-		// doing so as the table grew until autovacuum next analyzed it: 23,000
-		// deliveries in, a claim took 60-140 ms and the backlog grew.
+		// once: pgx prepares and caches every statement, and after five
+		// runs PostgreSQL may settle a prepared statement on a generic plan.
+		// The claim's was settled while the table was nearly empty (a new
+		// database's first deliveries): four sequential scans of the
+		// deliveries a claim, kept as the table grew until autovacuum next
+		// analyzed it. 23,000 deliveries in, a claim took 60-370 ms and the
+		// backlog grew.
 		args = append([]any{pgx.QueryExecModeExec}, args...)
 	}
 	var out []ports.Dispatch
