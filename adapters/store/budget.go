@@ -212,6 +212,23 @@ func (db *DB) deadline(ctx context.Context) (context.Context, func(error) error)
 	if _, ok := ports.DBScopeOf(ctx); !ok {
 		return ctx, func(err error) error { return err }
 	}
+	return db.timeout(ctx, b)
+}
+
+// claimDeadline is deadline for the dispatcher's claim, which runs for no
+// workspace: a claim stuck behind a lock or a stalled server is stopped
+// (nothing of it is written) and the dispatcher claims again.
+func (db *DB) claimDeadline(ctx context.Context) (context.Context, func(error) error) {
+	b := db.budget.Load()
+	if b == nil || b.StatementTimeout <= 0 {
+		return ctx, func(err error) error { return err }
+	}
+	return db.timeout(ctx, b)
+}
+
+// timeout is ctx with b's statement deadline, and the end that cancels it
+// and names a statement it stopped.
+func (db *DB) timeout(ctx context.Context, b *budget) (context.Context, func(error) error) {
 	sctx, cancel := context.WithTimeout(ctx, b.StatementTimeout)
 	return sctx, func(err error) error {
 		cancel()

@@ -53,8 +53,9 @@ func waitGone(t *testing.T, db *store.DB) {
 // An API statement past its deadline is stopped, on the server too, and
 // reads as statement_timeout (503 service_unavailable, counted by its
 // limit); one whose context ends (its client went away) is stopped as
-// well; a statement under no scope (the dispatcher's, the administration
-// commands') has no deadline.
+// well; a statement under no scope (the administration commands', the
+// dispatcher's but its claim: TestAStuckClaimIsStoppedByTheStatementDeadline)
+// has no deadline.
 func TestStatementDeadline(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {

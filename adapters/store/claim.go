@@ -34,10 +34,22 @@ func (q *sqlBuilder) writeClaimed(source string, where func()) {
 // them with their webhook's URL and secret and their event's payload. On
 // PostgreSQL that is one statement (the lease in a CTE); on SQLite, which
 // has no UPDATE in a WITH clause, the lease and then the read.
+//
+// A claim has the API's statement deadline though it runs for no
+// workspace: one stuck behind a lock or on a stalled server is stopped and
+// the dispatcher claims again. What a stopped claim had leased, if anything
+// (SQLite's lease before its read; PostgreSQL's rows still being read), is
+// claimed again once its lease lapses.
 func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimRequest) ([]ports.Dispatch, error) {
 	if r.Limit <= 0 {
 		return nil, nil
 	}
+	ctx, end := s.db.claimDeadline(ctx)
+	out, err := s.claim(ctx, r)
+	return out, end(err)
+}
+
+func (s *DeliveryStore) claim(ctx context.Context, r ports.ClaimRequest) ([]ports.Dispatch, error) {
 	var read *sqlBuilder
 	if s.db.dialect == DialectPostgres {
 		read = pgClaim(r)

@@ -168,6 +168,41 @@ func TestAClaimIsNotAPreparedStatement(t *testing.T) {
 	}
 }
 
+// A claim has the statement deadline though it runs for no workspace: one
+// stuck behind a lock is stopped, reads as statement_timeout, and leases
+// nothing, so the next claim takes the same deliveries.
+func TestAStuckClaimIsStoppedByTheStatementDeadline(t *testing.T) {
+	t.Parallel()
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	ws := newWorkspace(t, db)
+	w := newWebhook(t, db, ws, base, "task.created")
+	e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
+	ds := newDeliveries(t, db, e, w)
+	req := ports.ClaimRequest{Owner: "dsp_a", Now: base.Add(time.Hour), LeaseUntil: base.Add(2 * time.Hour), Limit: 10}
+
+	lock := db.Gorm().Begin()
+	if err := lock.Exec("LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE").Error; err != nil {
+		t.Fatal(err)
+	}
+	db.SetBudget(store.Budget{StatementTimeout: 300 * time.Millisecond})
+	// Without the deadline the claim would wait for the lock for ever;
+	// this context only keeps such a failure from hanging the test.
+	guard, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := db.Deliveries().ClaimDeliveries(guard, req)
+	if e, ok := domain.AsError(err); !ok || e.Code != domain.CodeUnavailable || e.Limit != domain.LimitStatementTime {
+		t.Fatalf("a claim stuck behind a lock: %v, want service_unavailable naming statement_timeout", err)
+	}
+	if err := lock.Rollback().Error; err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Deliveries().ClaimDeliveries(ctx, req)
+	if err != nil || len(got) != 1 || got[0].Delivery.ID != ds[0].ID {
+		t.Fatalf("the claim after the stopped one: %d %v, want %s", len(got), err, ds[0].ID)
+	}
+}
+
 func TestDeliveryStoreClaims(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
