@@ -215,9 +215,8 @@ func (db *DB) deadline(ctx context.Context) (context.Context, func(error) error)
 	return db.timeout(ctx, b)
 }
 
-// claimDeadline is deadline for the dispatcher's claim, which runs for no
-// workspace: a claim stuck behind a lock or a stalled server is stopped
-// (nothing of it is written) and the dispatcher claims again.
+// claimDeadline is deadline for the dispatcher's claim on PostgreSQL, which
+// runs for no workspace (ClaimDeliveries).
 func (db *DB) claimDeadline(ctx context.Context) (context.Context, func(error) error) {
 	b := db.budget.Load()
 	if b == nil || b.StatementTimeout <= 0 {

@@ -35,14 +35,19 @@ func (q *sqlBuilder) writeClaimed(source string, where func()) {
 // PostgreSQL that is one statement (the lease in a CTE); on SQLite, which
 // has no UPDATE in a WITH clause, the lease and then the read.
 //
-// A claim has the API's statement deadline though it runs for no
-// workspace: one stuck behind a lock or on a stalled server is stopped and
-// the dispatcher claims again. What a stopped claim had leased, if anything
-// (SQLite's lease before its read; PostgreSQL's rows still being read), is
-// claimed again once its lease lapses.
+// On PostgreSQL a claim has the API's statement deadline though it runs
+// for no workspace: one stuck behind a lock or on a stalled server is
+// stopped (rolled back; rows it leased and had not yet sent are claimed
+// again once their lease lapses) and the dispatcher claims again. SQLite's
+// driver stops a statement only before it starts: a claim waiting for the
+// write lock would lease its deliveries and then be called stopped, parking
+// them for a lease; there a claim waits as any writer does (busy_timeout).
 func (s *DeliveryStore) ClaimDeliveries(ctx context.Context, r ports.ClaimRequest) ([]ports.Dispatch, error) {
 	if r.Limit <= 0 {
 		return nil, nil
+	}
+	if s.db.dialect != DialectPostgres {
+		return s.claim(ctx, r)
 	}
 	ctx, end := s.db.claimDeadline(ctx)
 	out, err := s.claim(ctx, r)

@@ -168,7 +168,8 @@ func TestAClaimIsNotAPreparedStatement(t *testing.T) {
 	}
 }
 
-// A claim has the statement deadline though it runs for no workspace: one
+// A claim on PostgreSQL has the statement deadline though it runs for no
+// workspace (SQLite's driver cannot stop a statement once started): one
 // stuck behind a lock is stopped, reads as statement_timeout, and leases
 // nothing, so the next claim takes the same deliveries.
 func TestAStuckClaimIsStoppedByTheStatementDeadline(t *testing.T) {
@@ -182,6 +183,7 @@ func TestAStuckClaimIsStoppedByTheStatementDeadline(t *testing.T) {
 	req := ports.ClaimRequest{Owner: "dsp_a", Now: base.Add(time.Hour), LeaseUntil: base.Add(2 * time.Hour), Limit: 10}
 
 	lock := db.Gorm().Begin()
+	t.Cleanup(func() { _ = lock.Rollback() }) // should the test fail with the lock held
 	if err := lock.Exec("LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE").Error; err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +199,7 @@ func TestAStuckClaimIsStoppedByTheStatementDeadline(t *testing.T) {
 	if err := lock.Rollback().Error; err != nil {
 		t.Fatal(err)
 	}
+	db.SetBudget(store.Budget{})
 	got, err := db.Deliveries().ClaimDeliveries(ctx, req)
 	if err != nil || len(got) != 1 || got[0].Delivery.ID != ds[0].ID {
 		t.Fatalf("the claim after the stopped one: %d %v, want %s", len(got), err, ds[0].ID)

@@ -97,8 +97,9 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_GRAPHQL_MAX_COMPLEXITY  GraphQL operations costlier than this are refused, and no more than
                                     this much complexity executes at once (default 25000)
   WORKTRACK_GRAPHQL_MAX_DEPTH       GraphQL operations nested deeper are refused (default 12)
-  WORKTRACK_DB_STATEMENT_TIMEOUT    an API request's database statement running longer is stopped, and the
-                                    request answered 503 (default 5s)
+  WORKTRACK_DB_STATEMENT_TIMEOUT    an API request's database statement (or the webhook dispatcher's claim,
+                                    on PostgreSQL) running longer is stopped, and the request answered 503
+                                    (default 5s)
   WORKTRACK_DB_WORKSPACE_SHARE      database statements of one workspace running at once; more wait, then 429
                                     (default: a quarter of the pool, 5 on PostgreSQL, 4 on SQLite)
   WORKTRACK_SHUTDOWN_TIMEOUT        after SIGTERM/SIGINT, time for work in flight to finish (default 30s)
