@@ -208,27 +208,25 @@ func TestServiceUnavailableIsRetried(t *testing.T) {
 // A create sent again while its first attempt still runs on the server
 // (409 idempotency_key_in_use) is retried, and gets the first attempt's
 // task once it has finished: one task.
-//
-// PostgreSQL only: on SQLite, one writer at a time, the second attempt
-// waits for the first's transaction instead of finding its key in use.
 func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
 	t.Parallel()
-	db := storetest.Postgres(t)
-	func() {
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := serve(t, db, apitest.Settings{})
 		ctx := context.Background()
 		p := must[*client.Project](t)(s.member.Projects.Create(ctx, client.ProjectCreate{Name: "Twice", Key: "TWC"}))
 		var stalls atomic.Int64
 		stalled, release := make(chan struct{}), make(chan struct{})
-		// A task's creation is one statement on PostgreSQL, sent past GORM.
-		db.InterceptRawStatements(func(_ context.Context, sql string) error {
-			if !strings.Contains(sql, "INSERT INTO tasks ") || stalls.Add(1) != 1 {
-				return nil
+		// A keyed create writes its task in the transaction that holds its
+		// key: hold it there.
+		if err := db.Gorm().Callback().Create().Before("gorm:create").Register("test:stall-first-task", func(tx *gorm.DB) {
+			if tx.Statement.Table != "tasks" || stalls.Add(1) != 1 {
+				return
 			}
 			close(stalled)
 			<-release
-			return nil
-		})
+		}); err != nil {
+			t.Fatal(err)
+		}
 		key := client.WithIdempotencyKey(ctx, "twice-"+p.ID)
 		first := make(chan *client.Task, 1)
 		go func() {
@@ -265,7 +263,7 @@ func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
 		if all := collect(t, s.member.Tasks.List(ctx, client.TaskListParams{ProjectIDs: []string{p.ID}})); len(all) != 1 {
 			t.Fatalf("%d tasks, want 1", len(all))
 		}
-	}()
+	})
 }
 
 // statusTransport counts the 409 answers it passes on.

@@ -33,35 +33,29 @@ type RateLimiter interface {
 	Peek(ctx context.Context, key string, limit int, window time.Duration, now time.Time) (RateDecision, error)
 }
 
-// IdempotencyRecord is the first request made with an Idempotency-Key, and
-// its response once it succeeded (docs/api.md#idempotent-requests).
+// IdempotencyRecord is a request made with an Idempotency-Key and the
+// answer it committed with its change (docs/api.md#idempotent-requests).
 type IdempotencyRecord struct {
 	APIKeyID  string // requests are idempotent per API key
 	Key       string // the Idempotency-Key header
 	Method    string
 	Path      string
 	BodyHash  string // hex SHA-256 of the exact body bytes
-	Role      string // the role of the key's user when the first request ran
-	Done      bool   // false while the first request is running
-	Status    int    // the stored response, when Done
+	Role      string // the role of the key's user when the request ran
+	Status    int    // the stored answer
 	Body      []byte
 	CreatedAt time.Time
 }
 
-// IdempotencyStore keeps idempotency keys for the edge's Idempotent
-// middleware. Implemented by adapters/store.
+// IdempotencyStore reads idempotency keys' committed answers for the edge's
+// Idempotent middleware; the answers themselves are written by the core's
+// use cases, in the transactions of their changes. Implemented by
+// adapters/store.
 type IdempotencyStore interface {
-	// BeginIdempotent claims (r.APIKeyID, r.Key) for r as a running request
-	// and returns nil; when the key is already held it returns the holder
-	// instead. Records created before staleBefore (expired), or running and
-	// created before runningStaleBefore (left by a crashed process), are
-	// discarded first.
-	BeginIdempotent(ctx context.Context, r IdempotencyRecord, staleBefore, runningStaleBefore time.Time) (*IdempotencyRecord, error)
-	// CompleteIdempotent stores the 2xx response of a running record.
-	CompleteIdempotent(ctx context.Context, apiKeyID, key string, status int, body []byte) error
-	// ReleaseIdempotent forgets a running record whose request did not
-	// succeed, so the key can be used again.
-	ReleaseIdempotent(ctx context.Context, apiKeyID, key string) error
+	// FindIdempotent returns the answer committed for (apiKeyID, key), or
+	// nil when there is none or it was created before staleBefore
+	// (expired).
+	FindIdempotent(ctx context.Context, apiKeyID, key string, staleBefore time.Time) (*IdempotencyRecord, error)
 	// PurgeIdempotent deletes records created before before, and returns how
 	// many; the server runs it periodically so the table stays small.
 	PurgeIdempotent(ctx context.Context, before time.Time) (int64, error)

@@ -115,6 +115,8 @@ type Edge struct {
 	// prefixes are the APIs' path prefixes (Edge.API), under which unknown
 	// routes and methods are answered only after authentication.
 	prefixes []string
+	// running are the idempotency keys of requests still executing.
+	running runningKeys
 }
 
 // New builds the engine: request ids, the access log and panic recovery on
@@ -183,6 +185,8 @@ func (s *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.Serv
 type API struct {
 	edge   *Edge
 	render Renderer
+	// answers are the committed answers of keyed requests (Idempotent).
+	answers edgeport.IdempotencyStore
 }
 
 // API declares prefix (the path itself and every path below it) as an API's,
@@ -208,7 +212,14 @@ func (a *API) Chain(handlers ...gin.HandlerFunc) []gin.HandlerFunc {
 }
 
 // Abort ends the request with err, in the API's shape.
-func (a *API) Abort(c *gin.Context, err error) { a.render.Abort(c, err) }
+// A keyed request that lost its key to another process's commit answers
+// with that commit's answer instead (replayTaken).
+func (a *API) Abort(c *gin.Context, err error) {
+	if a.replayTaken(c) {
+		return
+	}
+	a.render.Abort(c, err)
+}
 
 // isAPIPath reports whether an API declared p's prefix.
 func (s *Edge) isAPIPath(p string) bool {

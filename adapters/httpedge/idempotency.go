@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,12 +20,12 @@ import (
 	"github.com/worktrack/worktrack/core/ports"
 )
 
-const (
-	// idempotencyRunningLease bounds how long a first request may hold its
-	// key as "in use": longer than any request can run (the server's write
-	// timeout is 60s), so only a process that died leaves one behind.
-	idempotencyRunningLease = 2 * time.Minute
-)
+// KeyedRequestDeadline bounds a request sent with an Idempotency-Key: its
+// context ends then, and with it every statement it runs, so nothing it
+// does commits later and its key is in use for no longer
+// (docs/api.md#idempotent-requests). It matches the server's write
+// timeout, past which no answer could reach the client anyway.
+const KeyedRequestDeadline = 60 * time.Second
 
 // validIdempotencyKey: 1-255 printable ASCII characters.
 func validIdempotencyKey(k string) bool {
@@ -37,30 +40,50 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
-// captureWriter keeps a copy of the response body.
-type captureWriter struct {
-	gin.ResponseWriter
-	buf bytes.Buffer
+// runningKeys are the idempotency keys of this process's requests that are
+// still executing: a key is "in use" only while its request runs, and only
+// this process's memory knows that, so no state outlives a process that
+// died. A request of another process with the same key waits at its
+// commit for the first's (PostgreSQL) and replays its answer.
+type runningKeys struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
 }
 
-func (w *captureWriter) Write(b []byte) (int, error) {
-	w.buf.Write(b)
-	return w.ResponseWriter.Write(b)
+// hold marks id running; false when it already is.
+func (r *runningKeys) hold(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.keys[id]; ok {
+		return false
+	}
+	if r.keys == nil {
+		r.keys = map[string]struct{}{}
+	}
+	r.keys[id] = struct{}{}
+	return true
 }
 
-func (w *captureWriter) WriteString(s string) (int, error) {
-	w.buf.WriteString(s)
-	return w.ResponseWriter.WriteString(s)
+func (r *runningKeys) release(id string) {
+	r.mu.Lock()
+	delete(r.keys, id)
+	r.mu.Unlock()
 }
+
+// keyedKey holds a request's *ports.KeyedRequest in its gin context.
+const keyedKey = "httpedge.keyed"
 
 // Idempotent is the middleware that makes a POST with an Idempotency-Key
 // safe to retry: within 24 hours the same key, method, path and body (byte
-// for byte) from the same API key replays the first 2xx response and changes
+// for byte) from the same API key replays the first 2xx answer and changes
 // nothing; the key with another request is idempotency_key_reused; while the
-// first request runs, idempotency_key_in_use. Responses other than 2xx are
-// not stored. It goes after the API's Chain (it needs the actor); a nil
-// store disables it (the header is then ignored).
+// first request runs, idempotency_key_in_use. The answer is committed by
+// the core in the transaction of the change (ports.KeyedRequest), so only
+// 2xx answers are kept and no answer outlives a change that did not commit.
+// It goes after the API's Chain (it needs the actor); a nil store disables
+// it (the header is then ignored).
 func (a *API) Idempotent(store edgeport.IdempotencyStore) gin.HandlerFunc {
+	a.answers = store
 	return func(c *gin.Context) {
 		if store == nil {
 			c.Next()
@@ -72,8 +95,8 @@ func (a *API) Idempotent(store edgeport.IdempotencyStore) gin.HandlerFunc {
 	}
 }
 
-// idempotent runs the rest of the chain under the request's Idempotency-Key,
-// or returns why it may not run.
+// idempotent runs the rest of the chain as a keyed request, or returns why
+// it may not run.
 func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error {
 	key, sent := c.Request.Header["Idempotency-Key"]
 	if c.Request.Method != http.MethodPost || !sent {
@@ -90,70 +113,107 @@ func (s *Edge) idempotent(c *gin.Context, store edgeport.IdempotencyStore) error
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	sum := sha256.Sum256(body)
 	actor := Actor(c)
-	now := s.opts.Clock.Now()
-	rec := edgeport.IdempotencyRecord{
+	k := &ports.KeyedRequest{
 		APIKeyID: actor.KeyID, Key: key[0], Method: c.Request.Method, Path: c.Request.URL.Path,
-		BodyHash: hex.EncodeToString(sum[:]), Role: string(actor.Role), CreatedAt: domain.Timestamp(now),
+		BodyHash: hex.EncodeToString(sum[:]), Role: string(actor.Role), At: domain.Timestamp(s.opts.Clock.Now()),
 	}
-	held, err := store.BeginIdempotent(c.Request.Context(), rec, now.Add(-edgeport.IdempotencyWindow), now.Add(-idempotencyRunningLease))
+	running := k.APIKeyID + "\x00" + k.Key
+	if !s.running.hold(running) {
+		c.Header("Retry-After", "1")
+		return domain.Errorf(wire.CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
+	}
+	defer s.running.release(running)
+	held, err := store.FindIdempotent(c.Request.Context(), k.APIKeyID, k.Key, k.At.Add(-edgeport.IdempotencyWindow))
 	if err != nil {
 		return err
 	}
 	if held != nil {
-		switch {
-		case held.Method != rec.Method || held.Path != rec.Path || held.BodyHash != rec.BodyHash:
-			return domain.Errorf(wire.CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
-		case !held.Done:
-			return domain.Errorf(wire.CodeIdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
-		case !actor.Role.AtLeast(domain.Role(held.Role)):
-			// The stored response may show what the lower role may not see
-			// (a webhook's secret): it is not replayed.
-			return domain.Forbidden("Your key's user has a lower role (%s) than when this request first ran (%s): its response is not replayed. "+
-				"Send the request again with a new Idempotency-Key.", actor.Role, held.Role)
-		}
-		c.Header("Idempotent-Replayed", "true")
-		RawJSON(c, held.Status, held.Body)
-		c.Abort()
-		return nil
+		return replay(c, held, k)
 	}
-
-	w := &captureWriter{ResponseWriter: c.Writer}
-	c.Writer = w
+	ctx, cancel := context.WithTimeout(ports.WithKeyedRequest(c.Request.Context(), k), KeyedRequestDeadline)
+	defer cancel()
+	c.Request = c.Request.WithContext(ctx)
+	c.Set(keyedKey, k)
 	c.Next()
-	c.Writer = w.ResponseWriter
-	// The outcome is recorded even if the client went away meanwhile, and
-	// outside the workspace's share of the database (with the statement
-	// deadline still): a request refused for that share (429) must still
-	// release its key, or every retry would find it "still running" until
-	// the lease lapsed.
-	ctx := ports.WithDBScope(context.WithoutCancel(c.Request.Context()), "")
-	if st := w.Status(); st >= 200 && st < 300 {
-		body := w.buf.Bytes()
-		if b, ok := c.Get(replayBodyKey); ok {
-			body = b.([]byte)
-		}
-		err = store.CompleteIdempotent(ctx, rec.APIKeyID, rec.Key, st, body)
-	} else {
-		err = store.ReleaseIdempotent(ctx, rec.APIKeyID, rec.Key)
-	}
-	if err != nil {
-		Logger(c).Error("recording idempotent response", "request_id", RequestID(c), "error", err.Error())
-	}
 	return nil
 }
 
-// replayBodyKey holds, in a request's context, the body an idempotent
-// replay answers instead of the one the handler wrote.
-const replayBodyKey = "httpedge.replayBody"
+// replay answers k with the answer held committed for its key: that answer
+// when k is the same request, else why not.
+func replay(c *gin.Context, held *edgeport.IdempotencyRecord, k *ports.KeyedRequest) error {
+	switch {
+	case held.Method != k.Method || held.Path != k.Path || held.BodyHash != k.BodyHash:
+		return domain.Errorf(wire.CodeIdempotencyKeyReused, "This Idempotency-Key was used with a different request; use a new key for a new request.")
+	case !domain.Role(k.Role).AtLeast(domain.Role(held.Role)):
+		// The stored answer may show what the lower role may not see (a
+		// webhook's secret): it is not replayed.
+		return domain.Forbidden("Your key's user has a lower role (%s) than when this request first ran (%s): its response is not replayed. "+
+			"Send the request again with a new Idempotency-Key.", k.Role, held.Role)
+	}
+	c.Header("Idempotent-Replayed", "true")
+	RawJSON(c, held.Status, held.Body)
+	c.Abort()
+	return nil
+}
 
-// ReplayAs makes an idempotent replay of this request answer v rather than
-// the response the handler wrote: for a response that shows a secret the
-// service must not keep (a new API key's), so that no stored copy holds it.
-func ReplayAs(c *gin.Context, v any) {
-	b, err := wire.Marshal(v)
-	if err != nil {
-		Logger(c).Error("encoding a replay", "request_id", RequestID(c), "error", err.Error())
+// replayTaken answers, instead of err, a keyed request whose change was
+// rolled back because another request with its key committed first (on
+// another process): with that request's answer, as a retry would get it.
+// It reports whether it answered.
+func (a *API) replayTaken(c *gin.Context) bool {
+	v, ok := c.Get(keyedKey)
+	if !ok || a.answers == nil {
+		return false
+	}
+	k := v.(*ports.KeyedRequest)
+	if !k.Taken() {
+		return false
+	}
+	held, err := a.answers.FindIdempotent(context.WithoutCancel(c.Request.Context()), k.APIKeyID, k.Key, k.At.Add(-edgeport.IdempotencyWindow))
+	if err != nil || held == nil {
+		return false
+	}
+	if err := replay(c, held, k); err != nil {
+		a.render.Abort(c, err)
+	}
+	return true
+}
+
+// KeepAnswer says how this request's 2xx answer is kept when it carries an
+// Idempotency-Key: status, and the body render makes of what the use case
+// returns, encoded as JSON writes it. The core commits that answer with
+// the request's change (ports.KeyedRequest). A POST handler calls it before
+// it calls the core; without the header it does nothing.
+func KeepAnswer[T, R any](c *gin.Context, status int, render func(T) R) {
+	k := ports.KeyedRequestFrom(c.Request.Context())
+	if k == nil {
 		return
 	}
-	c.Set(replayBodyKey, b)
+	k.Render = func(result any) (ports.Answer, error) {
+		v, ok := result.(T)
+		if !ok {
+			var want T
+			return ports.Answer{}, fmt.Errorf("httpedge: the answer of %s %s renders a %T, not a %T", k.Method, k.Path, want, result)
+		}
+		b, err := encodeJSON(render(v))
+		return ports.Answer{Status: status, Body: b}, err
+	}
+}
+
+// Answers is KeepAnswer for a handler that answers what it keeps: it
+// returns the function that writes the answer once the core has made it.
+func Answers[T, R any](c *gin.Context, status int, render func(T) R) func(T) {
+	KeepAnswer(c, status, render)
+	return func(v T) { JSON(c, status, render(v)) }
+}
+
+// encodeJSON is a body as JSON writes it.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

@@ -20,14 +20,14 @@ func (s *Server) createAPIKey(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	// Only the secret's hash is kept: a replay of this create (the same
+	// Idempotency-Key) shows the key without it.
+	httpedge.KeepAnswer(c, http.StatusCreated, wire.FromAPIKey)
 	k, secret, err := s.app.APIKeys.Create(c.Request.Context(), Actor(c), in)
 	if err != nil {
 		return err
 	}
 	httpedge.JSON(c, http.StatusCreated, wire.APIKeyWithSecret{APIKey: wire.FromAPIKey(k), Secret: secret})
-	// Only the secret's hash is kept: a replay of this create (the same
-	// Idempotency-Key) shows the key without it.
-	httpedge.ReplayAs(c, wire.FromAPIKey(k))
 	return nil
 }
 

@@ -19,11 +19,12 @@ func (s *Server) createProject(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	answer := httpedge.Answers(c, http.StatusCreated, wire.FromProject)
 	p, err := s.app.Projects.Create(c.Request.Context(), Actor(c), in)
 	if err != nil {
 		return err
 	}
-	httpedge.JSON(c, http.StatusCreated, wire.FromProject(p))
+	answer(p)
 	return nil
 }
 

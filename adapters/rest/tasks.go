@@ -22,11 +22,12 @@ func (s *Server) createTask(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	answer := httpedge.Answers(c, http.StatusCreated, wire.FromTask)
 	t, err := s.app.Tasks.Create(c.Request.Context(), Actor(c), c.Param("projectId"), in)
 	if err != nil {
 		return err
 	}
-	httpedge.JSON(c, http.StatusCreated, wire.FromTask(t))
+	answer(t)
 	return nil
 }
 
@@ -40,9 +41,10 @@ func (s *Server) createTasks(c *gin.Context) error {
 	}
 	ins, err := taskBodies(obj)
 	if err == nil {
+		answer := httpedge.Answers(c, http.StatusCreated, func(ts []domain.Task) wire.Created[wire.Task] { return wire.FromCreated(ts, wire.FromTask) })
 		var ts []domain.Task
 		if ts, err = s.app.Tasks.CreateMany(c.Request.Context(), Actor(c), c.Param("projectId"), ins); err == nil {
-			httpedge.JSON(c, http.StatusCreated, wire.FromCreated(ts, wire.FromTask))
+			answer(ts)
 			return nil
 		}
 	}

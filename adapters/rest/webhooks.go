@@ -19,11 +19,12 @@ func (s *Server) createWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	answer := httpedge.Answers(c, http.StatusCreated, wire.FromWebhookWithSecret)
 	w, err := s.app.Webhooks.Create(c.Request.Context(), Actor(c), in)
 	if err != nil {
 		return err
 	}
-	httpedge.JSON(c, http.StatusCreated, wire.FromWebhookWithSecret(w))
+	answer(w)
 	return nil
 }
 
@@ -85,11 +86,12 @@ func (s *Server) rotateWebhookSecret(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	answer := httpedge.Answers(c, http.StatusOK, wire.FromWebhookWithSecret)
 	w, err := s.app.Webhooks.RotateSecret(c.Request.Context(), Actor(c), c.Param("webhookId"), grace)
 	if err != nil {
 		return err
 	}
-	httpedge.JSON(c, http.StatusOK, wire.FromWebhookWithSecret(w))
+	answer(w)
 	return nil
 }
 
@@ -99,11 +101,12 @@ func (s *Server) pingWebhook(c *gin.Context) error {
 	if _, err := httpedge.ReadOptionalObject(c); err != nil {
 		return err
 	}
+	answer := httpedge.Answers(c, http.StatusAccepted, wire.FromDelivery)
 	d, err := s.app.Webhooks.Ping(c.Request.Context(), Actor(c), c.Param("webhookId"))
 	if err != nil {
 		return err
 	}
-	httpedge.JSON(c, http.StatusAccepted, wire.FromDelivery(d))
+	answer(d)
 	return nil
 }
 
@@ -126,11 +129,12 @@ func (s *Server) listDeliveries(c *gin.Context) error {
 }
 
 func (s *Server) redeliver(c *gin.Context) error {
+	answer := httpedge.Answers(c, http.StatusOK, wire.FromDelivery)
 	d, err := s.app.Webhooks.Redeliver(c.Request.Context(), Actor(c), c.Param("webhookId"), c.Param("deliveryId"))
 	if err != nil {
 		return err
 	}
-	httpedge.JSON(c, http.StatusOK, wire.FromDelivery(d))
+	answer(d)
 	return nil
 }
 

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/secretbox"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 func keyring(t *testing.T, n int) (*secretbox.Keyring, []string) {
@@ -116,12 +116,14 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 		// Idempotency replays.
 		idem := db.Idempotency()
 		key := newKey(t, db, newUser(t, db, ws, "ada@example.com", base), 0, base)
-		rec := edgeport.IdempotencyRecord{APIKeyID: key.ID, Key: "k1", Method: "POST", Path: "/v1/webhooks", BodyHash: "h", CreatedAt: base}
-		if _, err := idem.BeginIdempotent(ctx, rec, base.Add(-time.Hour), base.Add(-time.Hour)); err != nil {
-			t.Fatal(err)
-		}
+		rec := &ports.KeyedRequest{APIKeyID: key.ID, Key: "k1", Method: "POST", Path: "/v1/webhooks", BodyHash: "h", At: base}
 		body := []byte(`{"secret":"` + rotated.Secret + `"}`)
-		if err := idem.CompleteIdempotent(ctx, key.ID, "k1", 201, body); err != nil {
+		if err := db.InTx(ctx, func(ctx context.Context) error {
+			if err := idem.ClaimKey(ctx, rec); err != nil {
+				return err
+			}
+			return idem.CommitAnswer(ctx, rec, ports.Answer{Status: 201, Body: body})
+		}); err != nil {
 			t.Fatal(err)
 		}
 		var stored []byte
@@ -131,7 +133,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 		if strings.Contains(string(stored), "whsec_") || !secretbox.Sealed(stored) {
 			t.Fatalf("a replay is stored in plaintext: %s", stored)
 		}
-		replay, err := idem.BeginIdempotent(ctx, rec, base.Add(-time.Hour), base.Add(-time.Hour))
+		replay, err := idem.FindIdempotent(ctx, key.ID, "k1", base.Add(-time.Hour))
 		if err != nil || replay == nil || string(replay.Body) != string(body) {
 			t.Fatalf("replay: %+v %v", replay, err)
 		}

@@ -2,10 +2,10 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/store/storetest"
 	"github.com/worktrack/worktrack/core/domain"
@@ -149,6 +149,11 @@ func TestFindTasksFiltersAndKeyset(t *testing.T) {
 	})
 }
 
+// A keyed request's key and answer are written only inside its change's
+// transaction, commit or roll back with it, and take the place of an
+// expired answer or of a claim an older version left running, never of a
+// live answer: the loser's claim fails with idempotency_key_in_use and its
+// request is marked Taken.
 func TestIdempotencyStore(t *testing.T) {
 	t.Parallel()
 	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
@@ -156,41 +161,88 @@ func TestIdempotencyStore(t *testing.T) {
 		s := db.Idempotency()
 		ws := newWorkspace(t, db)
 		k := newKey(t, db, newUser(t, db, ws, "i@x.test", base), 0, base)
-		rec := edgeport.IdempotencyRecord{APIKeyID: k.ID, Key: "k", Method: "POST", Path: "/v1/projects", BodyHash: "h", CreatedAt: base}
-		old, lease := base.Add(-24*time.Hour), base.Add(-2*time.Minute)
+		old := base.Add(-24 * time.Hour)
+		req := func(key string, at time.Time) *ports.KeyedRequest {
+			return &ports.KeyedRequest{APIKeyID: k.ID, Key: key, Method: "POST", Path: "/v1/projects", BodyHash: "h", Role: "member", At: at}
+		}
+		commit := func(r *ports.KeyedRequest, body string, fail error) error {
+			return db.InTx(ctx, func(ctx context.Context) error {
+				if err := s.ClaimKey(ctx, r); err != nil {
+					return err
+				}
+				if err := s.CommitAnswer(ctx, r, ports.Answer{Status: 201, Body: []byte(body)}); err != nil {
+					return err
+				}
+				return fail
+			})
+		}
 
-		if held, err := s.BeginIdempotent(ctx, rec, old, lease); err != nil || held != nil {
-			t.Fatalf("first claim: %v %v", held, err)
+		if err := s.ClaimKey(ctx, req("k", base)); err == nil {
+			t.Fatal("a key was claimed outside a transaction")
 		}
-		held, err := s.BeginIdempotent(ctx, rec, old, lease)
-		if err != nil || held == nil || held.Done {
-			t.Fatalf("second claim must see a running holder: %+v %v", held, err)
+		if err := s.CommitAnswer(ctx, req("k", base), ports.Answer{Status: 201}); err == nil {
+			t.Fatal("an answer was committed outside a transaction")
 		}
-		if err := s.CompleteIdempotent(ctx, k.ID, "k", 201, []byte(`{"ok":true}`)); err != nil {
+		if err := db.InTx(ctx, func(ctx context.Context) error {
+			return s.CommitAnswer(ctx, req("k", base), ports.Answer{Status: 201})
+		}); err == nil {
+			t.Fatal("an answer was committed for a key its transaction did not claim")
+		}
+		if held, err := s.FindIdempotent(ctx, k.ID, "k", old); err != nil || held != nil {
+			t.Fatalf("before any commit: %+v %v", held, err)
+		}
+		// Rolled back with its change: no answer.
+		rollback := errors.New("the change failed")
+		if err := commit(req("k", base), `{"n":0}`, rollback); !errors.Is(err, rollback) {
 			t.Fatal(err)
 		}
-		held, _ = s.BeginIdempotent(ctx, rec, old, lease)
-		if held == nil || !held.Done || held.Status != 201 || string(held.Body) != `{"ok":true}` || held.BodyHash != "h" || held.Path != "/v1/projects" {
-			t.Fatalf("done holder: %+v", held)
+		if held, _ := s.FindIdempotent(ctx, k.ID, "k", old); held != nil {
+			t.Fatalf("a rolled-back answer is held: %+v", held)
 		}
-		// Completed records outlive the running lease, but not the window.
-		if held, _ := s.BeginIdempotent(ctx, rec, old, base.Add(time.Hour)); held == nil {
-			t.Fatal("a completed record was dropped by the running lease")
-		}
-		if held, _ := s.BeginIdempotent(ctx, rec, base.Add(time.Second), lease); held != nil {
-			t.Fatal("an expired record was not discarded")
-		}
-		// Release frees a running key (and only a running one).
-		rec.Key = "r"
-		_, _ = s.BeginIdempotent(ctx, rec, old, lease)
-		if err := s.ReleaseIdempotent(ctx, k.ID, "r"); err != nil {
+		if err := commit(req("k", base), `{"ok":true}`, nil); err != nil {
 			t.Fatal(err)
 		}
-		if held, _ := s.BeginIdempotent(ctx, rec, old, lease); held != nil {
-			t.Fatal("a released key is still held")
+		held, err := s.FindIdempotent(ctx, k.ID, "k", old)
+		if err != nil || held == nil || held.Status != 201 || string(held.Body) != `{"ok":true}` || held.BodyHash != "h" ||
+			held.Path != "/v1/projects" || held.Role != "member" {
+			t.Fatalf("committed answer: %+v %v", held, err)
+		}
+		// A second commit of a live key loses, and rolls its change back.
+		second := req("k", base.Add(time.Minute))
+		if err := commit(second, `{"n":2}`, nil); !domain.IsCode(err, domain.CodeIdempotencyKeyInUse) || !second.Taken() {
+			t.Fatalf("second commit: %v, taken %v", err, second.Taken())
+		}
+		if held, _ := s.FindIdempotent(ctx, k.ID, "k", old); held == nil || string(held.Body) != `{"ok":true}` {
+			t.Fatalf("the first answer was replaced: %+v", held)
+		}
+		// Past the window the answer is not found, and a new one replaces it.
+		if held, _ := s.FindIdempotent(ctx, k.ID, "k", base.Add(time.Second)); held != nil {
+			t.Fatal("an expired answer was found")
+		}
+		later := req("k", base.Add(24*time.Hour+time.Second))
+		if err := commit(later, `{"n":3}`, nil); err != nil || later.Taken() {
+			t.Fatalf("commit over an expired answer: %v", err)
+		}
+		if held, _ := s.FindIdempotent(ctx, k.ID, "k", base); held == nil || string(held.Body) != `{"n":3}` {
+			t.Fatalf("after the expired answer: %+v", held)
+		}
+		// A claim left running by an older version is no answer, and gives
+		// way to one.
+		if err := db.Gorm().Exec(`INSERT INTO idempotency_keys (api_key_id, idempotency_key, method, path, body_hash, role, done, created_at)
+			VALUES (?, 'legacy', 'POST', '/v1/projects', 'h', 'member', ?, ?)`, k.ID, false, store.Time(base)).Error; err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := s.FindIdempotent(ctx, k.ID, "legacy", old); held != nil {
+			t.Fatalf("a running claim is an answer: %+v", held)
+		}
+		if err := commit(req("legacy", base), `{"n":4}`, nil); err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := s.FindIdempotent(ctx, k.ID, "legacy", old); held == nil || string(held.Body) != `{"n":4}` {
+			t.Fatalf("after the running claim: %+v", held)
 		}
 		n, err := s.PurgeIdempotent(ctx, base.Add(time.Second))
-		if err != nil || n != 2 {
+		if err != nil || n != 1 {
 			t.Fatalf("purge: %d %v", n, err)
 		}
 	})

@@ -13,7 +13,7 @@ const (
 	CodeRequestTooLarge      domain.Code = "request_too_large"
 	CodeInvalidJSON          domain.Code = "invalid_json"
 	CodeIdempotencyKeyReused domain.Code = "idempotency_key_reused"
-	CodeIdempotencyKeyInUse  domain.Code = "idempotency_key_in_use"
+	CodeIdempotencyKeyInUse              = domain.CodeIdempotencyKeyInUse
 	CodeTooManyRequests                  = domain.CodeTooManyRequests
 	// CodeClientClosedRequest is what a request becomes when its client
 	// went away before the answer: its failure is the client's doing, not

@@ -25,6 +25,7 @@ type keyDeps struct {
 	Keys     ports.APIKeyStore
 	Users    ports.UserStore
 	Projects ports.ProjectStore
+	Answers  ports.AnswerStore
 }
 
 // NewAPIKeys makes the key use cases; auth is this process's key resolver,
@@ -32,6 +33,7 @@ type keyDeps struct {
 func NewAPIKeys(d keyDeps, auth *Auth) *APIKeys {
 	mustHave(map[string]any{
 		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Keys": d.Keys, "Users": d.Users, "Projects": d.Projects,
+		"Answers": d.Answers,
 	})
 	if auth == nil {
 		panic("app: missing Auth")
@@ -213,6 +215,9 @@ func createKey(ctx context.Context, d keyDeps, u domain.User, in domain.APIKeyFi
 		}
 	}
 	err = d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := claimKey(ctx, d.Answers); err != nil {
+			return err
+		}
 		n, err := d.Keys.CountUnrevokedAPIKeys(ctx, u.ID)
 		if err != nil {
 			return err
@@ -221,7 +226,12 @@ func createKey(ctx context.Context, d keyDeps, u domain.User, in domain.APIKeyFi
 			return domain.Refusal(domain.CodeLimitReached, domain.LimitAPIKeys,
 				"This user holds %d keys, the most they may. Revoke one before you create another.", domain.MaxAPIKeysPerUser)
 		}
-		return d.Keys.CreateAPIKey(ctx, k)
+		if err := d.Keys.CreateAPIKey(ctx, k); err != nil {
+			return err
+		}
+		// The answer kept for a replay shows the key without its secret:
+		// only the secret's hash is stored.
+		return commitAnswer(ctx, d.Answers, k)
 	})
 	if err != nil {
 		return domain.APIKey{}, "", err

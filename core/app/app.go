@@ -35,6 +35,9 @@ type Deps struct {
 	Addresses  ports.AddressChecker
 	// EventWatch tells the live feed of events other processes logged.
 	EventWatch ports.EventWatcher
+	// Answers keeps the answers of keyed requests, committed with their
+	// changes.
+	Answers ports.AnswerStore
 }
 
 // App is the set of services both APIs call.
@@ -82,6 +85,7 @@ func New(d Deps, o Options) *App {
 		"Tx": d.Tx, "Workspaces": d.Workspaces, "Users": d.Users, "Keys": d.Keys, "Projects": d.Projects,
 		"Tasks": d.Tasks, "Webhooks": d.Webhooks, "EventLog": d.EventLog, "Deliveries": d.Deliveries,
 		"Payloads": d.Payloads, "Addresses": d.Addresses, "EventWatch": d.EventWatch,
+		"Answers": d.Answers,
 	})
 	wake, logged := NewSignal(), NewSignal()
 	tx := hookedTx{inner: d.Tx}
@@ -94,20 +98,21 @@ func New(d Deps, o Options) *App {
 		Auth:  auth,
 		Users: NewUsers(UsersDeps{Users: d.Users}),
 		Projects: NewProjects(ProjectsDeps{
-			Tx: tx, Clock: d.Clock, IDs: d.IDs, Projects: d.Projects, Events: events,
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Projects: d.Projects, Events: events, Answers: d.Answers,
 		}),
 		Tasks: NewTasks(TasksDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Tasks: d.Tasks, Projects: d.Projects, Users: d.Users, Events: events,
+			Answers: d.Answers,
 		}),
 		Admin: NewAdmin(AdminDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Workspaces: d.Workspaces, Users: d.Users, Keys: d.Keys, Projects: d.Projects, Auth: auth,
 		}),
 		APIKeys: NewAPIKeys(keyDeps{
-			Tx: tx, Clock: d.Clock, IDs: d.IDs, Keys: d.Keys, Users: d.Users, Projects: d.Projects,
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Keys: d.Keys, Users: d.Users, Projects: d.Projects, Answers: d.Answers,
 		}, auth),
 		Webhooks: NewWebhooks(WebhooksDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
-			Addresses: d.Addresses, Wake: wake, EventLog: d.EventLog, Payloads: d.Payloads,
+			Addresses: d.Addresses, Wake: wake, EventLog: d.EventLog, Payloads: d.Payloads, Answers: d.Answers,
 		}),
 		Events: NewEvents(EventsDeps{Log: d.EventLog, Projects: d.Projects, Clock: d.Clock}),
 		Live:   NewLive(LiveDeps{Log: d.EventLog, Projects: d.Projects, Watch: d.EventWatch}, logged, o.Live),

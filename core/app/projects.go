@@ -18,11 +18,12 @@ type ProjectsDeps struct {
 	IDs      ports.IDGenerator
 	Projects ports.ProjectStore
 	Events   ports.EventRecorder
+	Answers  ports.AnswerStore
 }
 
 // NewProjects makes the project use cases.
 func NewProjects(d ProjectsDeps) *Projects {
-	mustHave(map[string]any{"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Projects": d.Projects, "Events": d.Events})
+	mustHave(map[string]any{"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Projects": d.Projects, "Events": d.Events, "Answers": d.Answers})
 	return &Projects{d: d}
 }
 
@@ -45,10 +46,16 @@ func (s *Projects) Create(ctx context.Context, a domain.Actor, in domain.Project
 		return domain.Project{}, err
 	}
 	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := claimKey(ctx, s.d.Answers); err != nil {
+			return err
+		}
 		if err := s.d.Projects.CreateProject(ctx, p); err != nil {
 			return err
 		}
-		return s.record(ctx, a, domain.EventProjectCreated, p, nil)
+		if err := s.record(ctx, a, domain.EventProjectCreated, p, nil); err != nil {
+			return err
+		}
+		return commitAnswer(ctx, s.d.Answers, p)
 	})
 	return p, err
 }

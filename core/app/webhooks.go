@@ -28,13 +28,14 @@ type WebhooksDeps struct {
 	// never positioned) for its one delivery.
 	EventLog ports.EventStore
 	Payloads ports.PayloadRenderer
+	Answers  ports.AnswerStore
 }
 
 // NewWebhooks makes the webhook use cases.
 func NewWebhooks(d WebhooksDeps) *Webhooks {
 	mustHave(map[string]any{
 		"Tx": d.Tx, "Clock": d.Clock, "IDs": d.IDs, "Webhooks": d.Webhooks, "Deliveries": d.Deliveries,
-		"Addresses": d.Addresses, "EventLog": d.EventLog, "Payloads": d.Payloads,
+		"Addresses": d.Addresses, "EventLog": d.EventLog, "Payloads": d.Payloads, "Answers": d.Answers,
 	})
 	if d.Wake == nil {
 		panic("app: missing Wake")
@@ -62,6 +63,9 @@ func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.Webhook
 		return domain.Webhook{}, err
 	}
 	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := claimKey(ctx, s.d.Answers); err != nil {
+			return err
+		}
 		n, err := s.d.Webhooks.CountWebhooks(ctx, a.WorkspaceID)
 		if err != nil {
 			return err
@@ -70,7 +74,10 @@ func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.Webhook
 			return domain.Refusal(domain.CodeLimitReached, domain.LimitWebhooks,
 				"This workspace has %d webhooks, the most it may. Delete one before you create another.", domain.MaxWebhooksPerWorkspace)
 		}
-		return s.d.Webhooks.CreateWebhook(ctx, w)
+		if err := s.d.Webhooks.CreateWebhook(ctx, w); err != nil {
+			return err
+		}
+		return commitAnswer(ctx, s.d.Answers, w)
 	})
 	if err != nil {
 		return domain.Webhook{}, err
@@ -211,16 +218,20 @@ func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string, 
 	}
 	var out domain.Webhook
 	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := claimKey(ctx, s.d.Answers); err != nil {
+			return err
+		}
 		w, err := s.d.Webhooks.FindWebhookByIDForUpdate(ctx, a.WorkspaceID, id)
 		if err != nil {
 			return err
 		}
 		out = w.RotateSecret(s.d.Clock.Now(), grace)
-		return s.d.Webhooks.UpdateWebhook(ctx, out)
+		if err := s.d.Webhooks.UpdateWebhook(ctx, out); err != nil {
+			return err
+		}
+		return commitAnswer(ctx, s.d.Answers, shownRotated(out))
 	})
-	// The new secret is shown once; the one it replaces never again.
-	out.PreviousSecret = ""
-	return out, err
+	return shownRotated(out), err
 }
 
 // Deliveries pages through a webhook's deliveries, oldest first, filtered
@@ -280,6 +291,9 @@ func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, del
 	}
 	var out domain.Delivery
 	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := claimKey(ctx, s.d.Answers); err != nil {
+			return err
+		}
 		d, err := s.d.Deliveries.FindDeliveryByID(ctx, a.WorkspaceID, webhookID, deliveryID)
 		if err != nil {
 			return err
@@ -289,7 +303,7 @@ func (s *Webhooks) Redeliver(ctx context.Context, a domain.Actor, webhookID, del
 			return err
 		}
 		afterCommit(ctx, s.d.Wake.Notify)
-		return nil
+		return commitAnswer(ctx, s.d.Answers, out)
 	})
 	return out, err
 }
@@ -307,6 +321,9 @@ func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.
 	}
 	var d domain.Delivery
 	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := claimKey(ctx, s.d.Answers); err != nil {
+			return err
+		}
 		w, err := s.d.Webhooks.FindWebhookByID(ctx, a.WorkspaceID, id)
 		if err != nil {
 			return err
@@ -324,9 +341,16 @@ func (s *Webhooks) Ping(ctx context.Context, a domain.Actor, id string) (domain.
 			return err
 		}
 		afterCommit(ctx, s.d.Wake.Notify)
-		return nil
+		return commitAnswer(ctx, s.d.Answers, d)
 	})
 	return d, err
+}
+
+// shownRotated is a webhook as its rotation answers it: the new secret is
+// shown once; the one it replaces never again.
+func shownRotated(w domain.Webhook) domain.Webhook {
+	w.PreviousSecret = ""
+	return w
 }
 
 func withoutSecret(w domain.Webhook) domain.Webhook {

@@ -31,6 +31,10 @@ const (
 	// CodeLimitReached: a workspace, user or key holds the most of a
 	// resource it may (webhooks, API keys).
 	CodeLimitReached Code = "resource_limit_reached"
+	// CodeIdempotencyKeyInUse: a request with the same idempotency key is
+	// still running, or committed its answer while this one ran (its change
+	// is rolled back: docs/api.md#idempotent-requests).
+	CodeIdempotencyKeyInUse Code = "idempotency_key_in_use"
 )
 
 // Error is the one error type of the core. Param names the request field or

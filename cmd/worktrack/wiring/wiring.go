@@ -43,6 +43,7 @@ func App(db *store.DB, c Core) *app.App {
 		Payloads:   wire.Payloads{},
 		Addresses:  webhook.AddressChecker{AllowPrivate: c.AllowPrivateWebhooks},
 		EventWatch: db,
+		Answers:    db.Idempotency(),
 	}, app.Options{Live: c.Live})
 }
 
