@@ -698,7 +698,8 @@ func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
 
 // Bad input over a socket (docs/api.md#under-load-and-faults) never crashes the server
 // or gets an internal error: each is answered with the protocol's close
-// code or an error, and the server goes on serving.
+// code (4400 for a message the protocol does not allow at that point) or an
+// error, and the server goes on serving.
 func TestWebSocketBadInput(t *testing.T) {
 	t.Parallel()
 	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
@@ -713,12 +714,23 @@ func TestWebSocketBadInput(t *testing.T) {
 		msg    string
 		code   websocket.StatusCode
 	}{
-		"not JSON before init":        {msg: "{", code: 1002},
-		"unknown message before init": {msg: `{"type":"hello"}`, code: 1002},
-		"subscribe before init":       {msg: `{"type":"subscribe","id":"1","payload":{"query":"subscription { events { id } }"}}`, code: 1002},
-		"not JSON after init":         {before: func(c *wsClient) { c.ack() }, msg: "{", code: 1000}, // gqlgen ends the socket
-		"unknown type after init":     {before: func(c *wsClient) { c.ack() }, msg: `{"type":"hello"}`, code: 1000},
-		"a message over the limit":    {before: func(c *wsClient) { c.ack() }, msg: huge, code: websocket.StatusMessageTooBig},
+		"not JSON before init":            {msg: "{", code: server.CloseBadRequest},
+		"not an object before init":       {msg: `[{"type":"connection_init"}]`, code: server.CloseBadRequest},
+		"no type before init":             {msg: `{"payload":{}}`, code: server.CloseBadRequest},
+		"unknown message before init":     {msg: `{"type":"hello"}`, code: server.CloseBadRequest},
+		"subscribe before init":           {msg: `{"type":"subscribe","id":"1","payload":{"query":"subscription { events { id } }"}}`, code: server.CloseBadRequest},
+		"complete before init":            {msg: `{"type":"complete","id":"1"}`, code: server.CloseBadRequest},
+		"init payload a string":           {msg: `{"type":"connection_init","payload":"x"}`, code: server.CloseBadRequest},
+		"init payload an array":           {msg: `{"type":"connection_init","payload":[1,2]}`, code: server.CloseBadRequest},
+		"init payload a number":           {msg: `{"type":"connection_init","payload":5}`, code: server.CloseBadRequest},
+		"a second connection_init":        {before: func(c *wsClient) { c.ack() }, msg: `{"type":"connection_init","payload":{}}`, code: server.CloseBadRequest},
+		"not JSON after init":             {before: func(c *wsClient) { c.ack() }, msg: "{", code: server.CloseBadRequest},
+		"unknown type after init":         {before: func(c *wsClient) { c.ack() }, msg: `{"type":"hello"}`, code: server.CloseBadRequest},
+		"a server's message after init":   {before: func(c *wsClient) { c.ack() }, msg: `{"type":"next","id":"1","payload":{}}`, code: server.CloseBadRequest},
+		"subscribe without an id":         {before: func(c *wsClient) { c.ack() }, msg: `{"type":"subscribe","payload":{"query":"subscription { events { id } }"}}`, code: server.CloseBadRequest},
+		"subscribe with a number id":      {before: func(c *wsClient) { c.ack() }, msg: `{"type":"subscribe","id":1,"payload":{"query":"subscription { events { id } }"}}`, code: server.CloseBadRequest},
+		"subscribe with a string payload": {before: func(c *wsClient) { c.ack() }, msg: `{"type":"subscribe","id":"1","payload":"subscription { events { id } }"}`, code: server.CloseBadRequest},
+		"a message over the limit":        {before: func(c *wsClient) { c.ack() }, msg: huge, code: websocket.StatusMessageTooBig},
 	}
 	for name, tc := range closes {
 		var c *wsClient
@@ -730,7 +742,7 @@ func TestWebSocketBadInput(t *testing.T) {
 		}
 		raw(c, websocket.MessageText, []byte(tc.msg))
 		if code, reason := c.closed(10 * time.Second); code != tc.code {
-			t.Fatalf("%s: closed with %d %q, want %d", name, code, reason, tc.code)
+			t.Errorf("%s: closed with %d %q, want %d", name, code, reason, tc.code)
 		}
 	}
 	// Errors that leave the socket open: each is an error for its id.
@@ -775,6 +787,94 @@ func TestWebSocketBadInput(t *testing.T) {
 	if strings.Contains(e.Logs.String(), `"level":"ERROR"`) {
 		t.Fatalf("server errors logged:\n%s", e.Logs)
 	}
+}
+
+// What the protocol allows before connection_ack is served: a
+// connection_init with no payload or a null one (the key in the upgrade
+// request's header), a ping before it.
+func TestWebSocketAllowedBeforeAck(t *testing.T) {
+	t.Parallel()
+	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
+	header := http.Header{"Authorization": {"Bearer " + e.Guest.Key}}
+	for name, init := range map[string]string{
+		"no payload":   `{"type":"connection_init"}`,
+		"null payload": `{"type":"connection_init","payload":null}`,
+	} {
+		c := dialRaw(t, e.URL, header)
+		c.send(wsMessage{Type: "ping"})
+		if m := c.next(10 * time.Second); m.Type != "pong" {
+			t.Fatalf("%s: a ping before connection_init got %s %s, want pong", name, m.Type, m.Payload)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := c.conn.Write(ctx, websocket.MessageText, []byte(init))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ack()
+		c.subscribe("1", `subscription { events { id } }`, nil)
+		waitForSubscriptions(t, e, 1)
+		_ = c.conn.Close(websocket.StatusNormalClosure, "")
+		waitForSubscriptions0(t, e, name)
+	}
+}
+
+// Over the legacy graphql-ws subprotocol too, a connection_init whose
+// payload is not an object closes the socket with 4400.
+func TestLegacyWebSocketBadInitIsClosed(t *testing.T) {
+	t.Parallel()
+	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, res, err := websocket.Dial(ctx, e.URL, &websocket.DialOptions{Subprotocols: []string{"graphql-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Body != nil {
+		_ = res.Body.Close()
+	}
+	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init","payload":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = conn.Read(ctx)
+	if code := websocket.CloseStatus(err); code != server.CloseBadRequest {
+		t.Fatalf("closed with %v, want 4400", err)
+	}
+}
+
+// A subscribe under an id the socket still runs an operation under closes
+// the socket with 4409; an id whose operation ended (refused with an error,
+// or completed by the client) may be used again.
+func TestWebSocketDuplicateID(t *testing.T) {
+	t.Parallel()
+	e := newLiveEnv(t, storetest.SQLite(t), apitest.Settings{})
+	c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+	c.ack()
+	c.subscribe("a", eventsSubscription, map[string]any{"after": "tsk_123"})
+	if f := c.failure("a", 10*time.Second); f.Extensions["code"] != "validation_failed" {
+		t.Fatalf("a refused subscription: %v", f)
+	}
+	c.subscribe("a", `subscription { events { id } }`, nil) // the refused one ended
+	waitForSubscriptions(t, e, 1)
+	c.subscribe("b", `subscription { events { id } }`, nil)
+	waitForSubscriptions(t, e, 2)
+	c.send(wsMessage{ID: "b", Type: "complete"})
+	if m := c.next(10 * time.Second); m.Type != "complete" || m.ID != "b" {
+		t.Fatalf("after complete: %s %s %s", m.Type, m.ID, m.Payload)
+	}
+	for deadline := time.Now().Add(10 * time.Second); e.App.Live.Subscriptions() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the completed subscription still runs")
+		}
+	}
+	c.subscribe("b", `subscription { events { id } }`, nil) // the completed one ended
+	waitForSubscriptions(t, e, 2)
+	c.subscribe("a", `subscription { events { id } }`, nil)
+	if code, reason := c.closed(10 * time.Second); code != server.CloseDuplicateID || reason != "Subscriber for a already exists" {
+		t.Fatalf("a duplicate id: closed with %d %q, want 4409", code, reason)
+	}
+	waitForSubscriptions0(t, e, "the closed socket's")
 }
 
 // dialRaw opens a socket without sending connection_init.

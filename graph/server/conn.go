@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -67,7 +68,8 @@ func (i socketImplementation) Accept(w http.ResponseWriter, r *http.Request, o t
 //
 //   - The server's close codes. gqlgen closes a socket whose context ended
 //     with 1000; a socket the server closes (closeWith: 4403 for a revoked
-//     key, 1001 on shutdown) closes with the server's code and reason.
+//     key, 1001 on shutdown, 4400 and 4409 for a message the protocol does
+//     not allow) closes with the server's code and reason.
 //   - A write deadline. gqlgen writes with no deadline, so a client that
 //     reads nothing would hold its subscription's writer forever; past
 //     its writeTimeout (Options.WriteTimeout) the connection is dropped.
@@ -77,9 +79,10 @@ func (i socketImplementation) Accept(w http.ResponseWriter, r *http.Request, o t
 //
 // It also carries the upgrade request's gin context (its request id and
 // client address) and, once connection_init succeeded, the key. It closes
-// itself with 4408 when no connection_init came within its initTimeout, and
-// charges every subscribe message to the key's rate limit before gqlgen
-// parses it (NextReader).
+// itself with 4408 when no connection_init came within its initTimeout.
+// Every message of the client passes its NextReader before gqlgen reads
+// it: one the protocol does not allow there closes the socket (4400, 4409
+// for a duplicate id), and a subscribe is charged to the key's rate limit.
 type socket struct {
 	gin         *gin.Context
 	edge        *httpedge.Edge
@@ -105,6 +108,8 @@ type socket struct {
 	code      websocket.StatusCode    // set by closeWith
 	reason    string
 	initTimer *time.Timer
+	initSent  bool                // the client sent its connection_init
+	running   map[string]struct{} // graphql-transport-ws: the ids of the operations running
 }
 
 func newSocket(c *gin.Context, edge *httpedge.Edge, initTimeout, writeTimeout time.Duration) *socket {
@@ -181,11 +186,18 @@ func (s *socket) closeWith(code websocket.StatusCode, reason string) {
 	}
 }
 
-// NextReader reads the client's next message. A subscribe (any operation
-// over the socket: graphql-transport-ws's subscribe, or the legacy
-// protocol's start) is charged to the key's rate limit here, before gqlgen
-// parses it, valid or not; one past the limit is answered with an error
-// message of its own and never reaches gqlgen.
+// errRefused ends gqlgen's read of a socket that NextReader closed for a
+// message the protocol does not allow.
+var errRefused = fmt.Errorf("graph/server: a message the protocol does not allow closed the socket: %w", transport.ErrWebsocketClosed)
+
+// NextReader reads the client's next message, and gives it to gqlgen only
+// once admit let it through. A message admit refuses has closed the socket
+// (closeWith): gqlgen is told the socket is closed, and ends. gqlgen must
+// never see such a message: it takes some in silence (a connection_init
+// whose payload is not an object ends its connection without an answer nor
+// a close, and nothing reads the socket again: neither the client's close
+// nor the init timeout would ever end it, and it would hold its places and
+// goroutines for good), and ends others with the wrong code.
 func (s *socket) NextReader() (int, io.Reader, error) {
 	for {
 		typ, r, err := s.conn.NextReader()
@@ -196,24 +208,144 @@ func (s *socket) NextReader() (int, io.Reader, error) {
 		if err != nil {
 			return typ, nil, err
 		}
-		if s.charge(data) {
+		switch s.admit(data) {
+		case admitted:
 			return typ, bytes.NewReader(data), nil
+		case refused:
+			return typ, nil, errRefused
 		}
 	}
 }
 
-// charge takes one request of the key's rate limit for a subscribe
-// message, and reports whether the message may go on to gqlgen. Any other
-// message, and a message before connection_init (which gqlgen refuses),
-// goes on uncharged.
-func (s *socket) charge(data []byte) bool {
-	var m struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
+type admission int
+
+const (
+	admitted admission = iota // gqlgen reads it
+	answered                  // answered here; gqlgen never sees it
+	refused                   // the socket is closing
+)
+
+// clientMessage is a message of the client, of either subprotocol.
+type clientMessage struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// objectOrNone reports whether a message's payload is absent, null or a
+// JSON object, as the protocol wants every payload but subscribe's.
+func objectOrNone(p json.RawMessage) bool {
+	p = bytes.TrimSpace(p)
+	return len(p) == 0 || bytes.Equal(p, []byte("null")) || p[0] == '{'
+}
+
+// admit decides what becomes of one message of the client. Over
+// graphql-transport-ws, a message the protocol does not allow at that
+// point closes the socket with 4400: one that is not a JSON object with a
+// type a client sends, a connection_init whose payload is present but not
+// an object, a second connection_init, anything but connection_init, ping
+// and pong before it, a subscribe without an id or an object payload, a
+// complete without an id. A subscribe whose id an operation of the socket
+// still runs under closes it with 4409. A ping before connection_init is
+// answered here (gqlgen answers pings only after it). The legacy graphql-ws
+// subprotocol is left to gqlgen, but for a connection_init's payload,
+// which must be an object there too. Finally a subscribe (or the legacy
+// start) is charged to the key's rate limit (charge).
+func (s *socket) admit(data []byte) admission {
+	var m clientMessage
+	valid := json.Unmarshal(data, &m) == nil
+	if s.Subprotocol() != "graphql-transport-ws" {
+		if valid && m.Type == "connection_init" && !objectOrNone(m.Payload) {
+			return s.refuse(CloseBadRequest, "The payload of connection_init must be an object.")
+		}
+		if valid && m.Type == "start" && !s.charge(m.ID) {
+			return answered
+		}
+		return admitted
 	}
-	if json.Unmarshal(data, &m) != nil || (m.Type != "subscribe" && m.Type != "start") {
-		return true
+	if !valid || m.Type == "" {
+		return s.refuse(CloseBadRequest, "A message must be a JSON object with a type.")
 	}
+	s.mu.Lock()
+	initSent := s.initSent
+	_, duplicate := s.running[m.ID]
+	s.mu.Unlock()
+	switch m.Type {
+	case "connection_init":
+		switch {
+		case initSent:
+			return s.refuse(CloseBadRequest, "Too many initialisation requests: connection_init was sent already.")
+		case !objectOrNone(m.Payload):
+			return s.refuse(CloseBadRequest, "The payload of connection_init must be an object.")
+		}
+		s.mu.Lock()
+		s.initSent = true
+		s.mu.Unlock()
+		return admitted
+	case "ping", "pong":
+		switch {
+		case !objectOrNone(m.Payload):
+			return s.refuse(CloseBadRequest, "The payload of "+m.Type+" must be an object.")
+		case initSent:
+			return admitted
+		case m.Type == "ping":
+			_ = s.WriteJSON(map[string]any{"type": "pong"})
+		}
+		return answered
+	}
+	if !initSent {
+		return s.refuse(CloseBadRequest, "Send connection_init, and wait for connection_ack, first.")
+	}
+	switch m.Type {
+	case "subscribe":
+		switch p := bytes.TrimSpace(m.Payload); {
+		case m.ID == "":
+			return s.refuse(CloseBadRequest, "A subscribe needs an id.")
+		case len(p) == 0 || p[0] != '{':
+			return s.refuse(CloseBadRequest, "The payload of subscribe must be an object.")
+		case duplicate:
+			return s.refuse(CloseDuplicateID, "Subscriber for "+m.ID+" already exists")
+		}
+		if !s.charge(m.ID) {
+			return answered
+		}
+		s.mu.Lock()
+		if s.running == nil {
+			s.running = map[string]struct{}{}
+		}
+		s.running[m.ID] = struct{}{}
+		s.mu.Unlock()
+		return admitted
+	case "complete":
+		if m.ID == "" {
+			return s.refuse(CloseBadRequest, "A complete needs an id.")
+		}
+		s.ended(m.ID)
+		return admitted
+	}
+	return s.refuse(CloseBadRequest, "A client sends no message of type "+m.Type+".")
+}
+
+// refuse closes the socket with code and reason.
+func (s *socket) refuse(code websocket.StatusCode, reason string) admission {
+	s.closeWith(code, reason)
+	return refused
+}
+
+// ended forgets the operation id: the client or the server completed it,
+// and it may be used again.
+func (s *socket) ended(id string) {
+	s.mu.Lock()
+	delete(s.running, id)
+	s.mu.Unlock()
+}
+
+// charge takes one request of the key's rate limit for the subscribe
+// message id, and reports whether the message may go on to gqlgen: past the
+// limit, it is answered with an error message here. Before connection_init
+// succeeded (the legacy protocol, which gqlgen refuses then), it goes on
+// uncharged.
+func (s *socket) charge(id string) bool {
 	s.mu.Lock()
 	who := s.who
 	s.mu.Unlock()
@@ -230,7 +362,7 @@ func (s *socket) charge(data []byte) bool {
 	if s.Subprotocol() != "graphql-transport-ws" {
 		payload = item // the legacy protocol's error payload is one error
 	}
-	_ = s.WriteJSON(map[string]any{"id": m.ID, "type": "error", "payload": payload})
+	_ = s.WriteJSON(map[string]any{"id": id, "type": "error", "payload": payload})
 	return false
 }
 
@@ -239,11 +371,42 @@ func (s *socket) Subprotocol() string { return s.conn.Subprotocol() }
 func (s *socket) Close() error { return s.conn.Close() }
 
 // WriteJSON writes one message, dropping the connection when the write has
-// not ended within its writeTimeout.
+// not ended within its writeTimeout. A complete or an error ends the
+// operation of its id (admit then lets a subscribe use it again).
 func (s *socket) WriteJSON(v any) error {
+	s.mu.Lock()
+	tracking := len(s.running) > 0
+	s.mu.Unlock()
+	if tracking {
+		if typ, id := sentMessage(v); typ == "complete" || typ == "error" {
+			s.ended(id)
+		}
+	}
 	t := time.AfterFunc(s.writeTimeout, func() { _ = s.conn.Close() })
 	defer t.Stop()
 	return s.conn.WriteJSON(v)
+}
+
+// sentMessage is the type and id of a message the server writes. gqlgen's
+// messages are structs with the fields Type and ID, read by reflection
+// (encoding every event twice would cost more); any other value is read
+// from its JSON.
+func sentMessage(v any) (typ, id string) {
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	if rv.Kind() == reflect.Struct {
+		t, i := rv.FieldByName("Type"), rv.FieldByName("ID")
+		if t.Kind() == reflect.String && i.Kind() == reflect.String {
+			return t.String(), i.String()
+		}
+	}
+	var m struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	}
+	if raw, err := json.Marshal(v); err == nil {
+		_ = json.Unmarshal(raw, &m)
+	}
+	return m.Type, m.ID
 }
 
 // WriteClose starts the close handshake, with the server's own code when it

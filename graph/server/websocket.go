@@ -31,6 +31,14 @@ const (
 	// CloseInitTimeout: no connection_init within Options.InitTimeout
 	// (graphql-ws's "connection initialisation timeout").
 	CloseInitTimeout = 4408
+	// CloseBadRequest: a message that is not one graphql-transport-ws
+	// allows at that point: not a JSON object, of no type a client sends, a
+	// connection_init whose payload is neither absent, null nor an object,
+	// a second connection_init, or a subscribe before it.
+	CloseBadRequest = 4400
+	// CloseDuplicateID: a subscribe whose id one of the socket's operations
+	// still runs under (graphql-ws's "subscriber already exists").
+	CloseDuplicateID = 4409
 )
 
 // Caps of the WebSocket transport (docs/api.md#sharing-fairly).
