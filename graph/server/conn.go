@@ -98,6 +98,8 @@ type socket struct {
 	// counted are the key, user and workspace the socket counts against
 	// once initialised (set under Sockets' lock).
 	counted []string
+	// released: the socket gave back its places (set under Sockets' lock).
+	released bool
 
 	mu        sync.Mutex
 	conn      transport.WebsocketConn // gqlgen's, once accepted

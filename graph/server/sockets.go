@@ -142,10 +142,17 @@ func (ss *Sockets) forgetPending(as string) {
 	}
 }
 
-// remove forgets s once its connection has closed.
-func (ss *Sockets) remove(s *socket) {
+// release gives back the places s holds (its address's or key's while it
+// waits for connection_init, its key's, user's and workspace's once
+// initialised) as soon as it is closed, before its close handshake ends.
+// Only its first call counts.
+func (ss *Sockets) release(s *socket) {
 	ss.mu.Lock()
-	delete(ss.open, s)
+	defer ss.mu.Unlock()
+	if s.released {
+		return
+	}
+	s.released = true
 	if len(s.counted) > 0 {
 		for _, name := range s.counted {
 			if ss.held[name]--; ss.held[name] <= 0 {
@@ -155,6 +162,14 @@ func (ss *Sockets) remove(s *socket) {
 	} else {
 		ss.forgetPending(s.pendingAs)
 	}
+}
+
+// remove forgets s once its connection has closed, and gives back its
+// places if release has not.
+func (ss *Sockets) remove(s *socket) {
+	ss.release(s)
+	ss.mu.Lock()
+	delete(ss.open, s)
 	ss.mu.Unlock()
 	ss.done.Done()
 }

@@ -143,6 +143,10 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 		s.mu.Lock()
 		s.stopInitTimer()
 		s.mu.Unlock()
+		// gqlgen is done with the socket: it has closed it, or is closing
+		// it. Its places are free at once; shutdown still waits for its
+		// close handshake (at most coder/websocket's 5 s for each step).
+		h.sockets.release(s)
 		s.wait()
 		h.sockets.remove(s)
 	}()
