@@ -3,6 +3,7 @@ package graph_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/worktrack/worktrack/adapters/store"
@@ -118,6 +119,91 @@ func TestCreateTasksWeighsItsItems(t *testing.T) {
 		r.expectError(t, "validation_failed", "query")
 		if n := e.Get("/v1/projects/"+prj, e.Guest.Key).JSON["task_count"].(float64); n != 200 {
 			t.Fatalf("task_count %v after a refused batch, want 200", n)
+		}
+	})
+}
+
+// The createTasks fields of one document add up: an operation creates at
+// most domain.MaxBatchItems tasks in all, however many aliases share them.
+// One asking for more is refused before it runs, so no alias has written
+// anything; the count is of the fields the operation runs, with inputs
+// given as variables, fragments followed and @skip applied.
+func TestCreateTasksAddUpPerDocument(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		prj := createProject(t, e, "SUM")
+		items := func(n int) []any {
+			in := make([]any, n)
+			for i := range in {
+				in[i] = map[string]any{"title": fmt.Sprintf("t%d", i)}
+			}
+			return in
+		}
+		// written is the project's tasks as REST lists them and counts them.
+		written := func() (listed int, count float64) {
+			t.Helper()
+			page := e.Get("/v1/projects/"+prj+"/tasks?limit=1", e.Guest.Key)
+			page.ExpectStatus(t, http.StatusOK)
+			return len(page.JSON["data"].([]any)), e.Get("/v1/projects/"+prj, e.Guest.Key).JSON["task_count"].(float64)
+		}
+		refused := func(t *testing.T, query string, vars map[string]any, asked int) {
+			t.Helper()
+			r := gql(t, e, e.Member.Key, query, vars)
+			if r.Status != http.StatusUnprocessableEntity || r.Data != nil {
+				t.Fatalf("want 422 without data, got %d: %.300s", r.Status, r.Body)
+			}
+			msg := r.expectError(t, "validation_failed", "inputs").Message
+			if !strings.Contains(msg, fmt.Sprintf("asks for %d tasks in its createTasks fields", asked)) || !strings.Contains(msg, "500 is the most one document may create") {
+				t.Fatalf("message %q", msg)
+			}
+		}
+		two := `mutation($p: ID!, $a: [CreateTaskInput!]!, $b: [CreateTaskInput!]!) {
+  a: createTasks(projectId: $p, inputs: $a) { id }
+  b: createTasks(projectId: $p, inputs: $b) { id }
+}`
+
+		t.Run("two aliases of 300", func(t *testing.T) {
+			refused(t, two, map[string]any{"p": prj, "a": items(300), "b": items(300)}, 600)
+		})
+		t.Run("a literal and a variable", func(t *testing.T) {
+			q := `mutation($p: ID!, $b: [CreateTaskInput!]!) {
+  a: createTasks(projectId: $p, inputs: [{title: "one"}, {title: "two"}]) { id }
+  b: createTasks(projectId: $p, inputs: $b) { id }
+}`
+			refused(t, q, map[string]any{"p": prj, "b": items(499)}, 501)
+		})
+		t.Run("an alias in a fragment", func(t *testing.T) {
+			q := `mutation($p: ID!, $a: [CreateTaskInput!]!, $b: [CreateTaskInput!]!) {
+  ...More
+  b: createTasks(projectId: $p, inputs: $b) { id }
+}
+fragment More on Mutation { a: createTasks(projectId: $p, inputs: $a) { id } }`
+			refused(t, q, map[string]any{"p": prj, "a": items(400), "b": items(101)}, 501)
+		})
+		if listed, count := written(); listed != 0 || count != 0 {
+			t.Fatalf("a refused document wrote tasks: %d listed, task_count %v", listed, count)
+		}
+
+		t.Run("two aliases of 250", func(t *testing.T) {
+			data := gql(t, e, e.Member.Key, two, map[string]any{"p": prj, "a": items(250), "b": items(250)}).ok(t)
+			if len(list(data, "a")) != 250 || len(list(data, "b")) != 250 {
+				t.Fatalf("a: %d, b: %d tasks", len(list(data, "a")), len(list(data, "b")))
+			}
+		})
+		// A skipped alias creates nothing, so it asks for nothing.
+		t.Run("a skipped alias", func(t *testing.T) {
+			q := `mutation($p: ID!, $a: [CreateTaskInput!]!, $b: [CreateTaskInput!]!, $skip: Boolean!) {
+  a: createTasks(projectId: $p, inputs: $a) @skip(if: $skip) { id }
+  b: createTasks(projectId: $p, inputs: $b) { id }
+}`
+			data := gql(t, e, e.Member.Key, q, map[string]any{"p": prj, "a": items(300), "b": items(300), "skip": true}).ok(t)
+			if _, ran := data["a"]; ran || len(list(data, "b")) != 300 {
+				t.Fatalf("data: %.200v", data)
+			}
+		})
+		if _, count := written(); count != 800 {
+			t.Fatalf("task_count %v, want 800", count)
 		}
 	})
 }

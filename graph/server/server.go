@@ -2,7 +2,7 @@
 // graph on the HTTP edge, as POST /graphql (queries and mutations) and as
 // WebSocket (graphql-transport-ws: subscriptions, queries and mutations),
 // with the limits every operation passes (query text, depth, complexity,
-// the work budget) and the GraphiQL page. It imports graph; graph never
+// the tasks one document may create, the work budget) and the GraphiQL page. It imports graph; graph never
 // imports it.
 package server
 
@@ -125,6 +125,7 @@ func configure(srv executorConfig, o Options) {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](o.APQCacheSize)})
 	srv.Use(depthLimit{max: o.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
+	srv.Use(graph.BatchLimit())
 	srv.Use(o.budget)
 	srv.SetErrorPresenter(graph.PresentError)
 	srv.SetRecoverFunc(graph.Recover(o.Logger))
