@@ -319,3 +319,57 @@ func TestWebhookCustomHeaders(t *testing.T) {
 		}
 	})
 }
+
+// A header's value is a string: a null one is refused with param headers,
+// the message naming the header, on creation and on a patch alike, and
+// nothing is stored (the webhook is not created, or keeps what it had).
+// An empty string is a value and is kept.
+func TestWebhookNullHeaderValue(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.NewWith(t, db, apitest.Settings{AllowPrivateWebhooks: true})
+		refused := func(t *testing.T, res *apitest.Response, name string) {
+			t.Helper()
+			res.ExpectError(t, http.StatusBadRequest, string(domain.CodeValidationFailed), "headers")
+			if msg := res.ErrorField("message"); !strings.Contains(msg, "the value of "+name+" is null") {
+				t.Fatalf("message %q does not name %s", msg, name)
+			}
+		}
+		webhooks := func() int {
+			t.Helper()
+			return len(e.Get("/v1/webhooks?limit=100", e.Admin.Key).JSON["data"].([]any))
+		}
+		// A raw body: the JSON null must reach the server as it is.
+		for _, body := range []string{
+			`{"url": "http://127.0.0.1:9/hook", "events": ["project.created"], "headers": {"X-Foo": null}}`,
+			`{"url": "http://127.0.0.1:9/hook", "events": ["project.created"], "headers": {"A-First": "v", "X-Foo": null}}`,
+		} {
+			refused(t, e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key, body), "X-Foo")
+		}
+		if n := webhooks(); n != 0 {
+			t.Fatalf("a refused creation stored %d webhooks", n)
+		}
+
+		res := e.Send(http.MethodPost, "/v1/webhooks", e.Admin.Key,
+			`{"url": "http://127.0.0.1:9/hook", "events": ["project.created"], "headers": {"X-Keep": "v", "X-Empty": ""}}`)
+		res.ExpectStatus(t, http.StatusCreated)
+		id := res.Str("id")
+		const kept = `{"X-Empty":"","X-Keep":"v"}`
+		if got, _ := json.Marshal(res.JSON["headers"]); string(got) != kept {
+			t.Fatalf("headers %s, want %s", got, kept)
+		}
+		for _, body := range []string{
+			`{"headers": {"X-Foo": null}}`,
+			`{"url": "http://127.0.0.1:9/other", "headers": {"X-Keep": "w", "X-Foo": null}}`,
+		} {
+			refused(t, e.Send(http.MethodPatch, "/v1/webhooks/"+id, e.Admin.Key, body), "X-Foo")
+		}
+		w := e.Get("/v1/webhooks/"+id, e.Admin.Key)
+		if got, _ := json.Marshal(w.JSON["headers"]); string(got) != kept || w.Str("url") != "http://127.0.0.1:9/hook" {
+			t.Fatalf("a refused patch changed the webhook: %s", w.Body)
+		}
+		if n := webhooks(); n != 1 {
+			t.Fatalf("%d webhooks, want 1", n)
+		}
+	})
+}

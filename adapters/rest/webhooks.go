@@ -152,8 +152,23 @@ func webhookBody(obj httpedge.Object) (domain.WebhookFields, error) {
 	if f.Active, err = obj.Bool("active"); err != nil {
 		return f, err
 	}
-	if f.Headers, err = httpedge.Field[map[string]string](obj, "headers", "an object of header names to string values"); err != nil {
+	if f.Headers, err = webhookHeaders(obj); err != nil {
 		return f, err
 	}
 	return f, nil
+}
+
+// webhookHeaders reads the headers object. Its values are decoded as
+// pointers so that a null value is refused (domain.WebhookHeaderValues)
+// instead of read as "", which decoding into strings would do.
+func webhookHeaders(obj httpedge.Object) (domain.Field[map[string]string], error) {
+	raw, err := httpedge.Field[map[string]*string](obj, "headers", "an object of header names to string values")
+	if err != nil || !raw.Present || raw.Null {
+		return domain.Field[map[string]string]{Present: raw.Present, Null: raw.Null}, err
+	}
+	h, err := domain.WebhookHeaderValues(raw.Value)
+	if err != nil {
+		return domain.Field[map[string]string]{}, err
+	}
+	return domain.Set(h), nil
 }

@@ -162,6 +162,21 @@ func HeaderMap(list []Header) (map[string]string, error) {
 	return out, nil
 }
 
+// WebhookHeaderValues is a headers object as an API decoded it, whose values
+// may be null (JSON's null): a header's value is a string, "" when empty,
+// so a null one is validation_failed (param headers) naming the header,
+// rather than read as "". The first null value by name is named.
+func WebhookHeaderValues(in map[string]*string) (map[string]string, error) {
+	out := make(map[string]string, len(in))
+	for _, name := range sortedKeys(in) {
+		if in[name] == nil {
+			return nil, Invalid("headers", "%s: the value of %s is null, not a string.", webhookHeadersMessage, name)
+		}
+		out[name] = *in[name]
+	}
+	return out, nil
+}
+
 // webhookHeaders is a present headers field: null is refused (send {} for
 // none).
 func webhookHeaders(f Field[map[string]string]) (map[string]string, error) {
@@ -172,7 +187,7 @@ func webhookHeaders(f Field[map[string]string]) (map[string]string, error) {
 	return ParseWebhookHeaders(h)
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +74,20 @@ func TestWebhookHeaderNames(t *testing.T) {
 	got, err := domain.ParseWebhookHeaders(map[string]string{"Authorization": "Bearer t", "X_Gateway_Token": "a", "X-Tenant": "acme"})
 	if err != nil || len(got) != 3 || got["X_Gateway_Token"] != "a" {
 		t.Fatalf("ordinary headers refused or changed: %v, %v", got, err)
+	}
+}
+
+// A null header value (JSON's null, as an API decoded it) is refused with
+// param headers, the first by name named; "" is a value.
+func TestWebhookHeaderValues(t *testing.T) {
+	v, empty := "v", ""
+	_, err := domain.WebhookHeaderValues(map[string]*string{"X-Ok": &v, "X-Null": nil, "Y-Null": nil})
+	e, ok := domain.AsError(err)
+	if !ok || e.Code != domain.CodeValidationFailed || e.Param != "headers" || !strings.Contains(e.Message, "the value of X-Null is null") {
+		t.Fatalf("a null value: %v", err)
+	}
+	got, err := domain.WebhookHeaderValues(map[string]*string{"X-Ok": &v, "X-Empty": &empty})
+	if err != nil || len(got) != 2 || got["X-Ok"] != "v" || got["X-Empty"] != "" {
+		t.Fatalf("string values: %v, %v", got, err)
 	}
 }
