@@ -316,3 +316,42 @@ func TestRotateWebhookSecretGrace(t *testing.T) {
 		}
 	})
 }
+
+// A header's value is String!: a null one is refused before anything runs
+// (422), as GraphQL refuses any null where its type forbids one (param the
+// variable's field, value; query for a literal), and nothing is stored: the
+// webhook is not created, or keeps its headers.
+func TestWebhookNullHeaderValue(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newWebhookEnv(t, db)
+		refused := func(t *testing.T, r *result, param string) {
+			t.Helper()
+			if r.Status != http.StatusUnprocessableEntity || r.Data != nil {
+				t.Fatalf("want 422 without data, got %d: %s", r.Status, r.Body)
+			}
+			r.expectError(t, "validation_failed", param)
+		}
+		const create = `mutation($in: CreateWebhookInput!) { createWebhook(input: $in) { webhook { id } } }`
+		nullValue := []any{map[string]any{"name": "X-Ok", "value": "v"}, map[string]any{"name": "X-Foo", "value": nil}}
+		refused(t, gql(t, e, e.Admin.Key, create, map[string]any{"in": map[string]any{
+			"url": "http://127.0.0.1:9/hook", "events": []string{"TASK_CREATED"}, "headers": nullValue}}), "value")
+		refused(t, gql(t, e, e.Admin.Key, `mutation { createWebhook(input: {url: "http://127.0.0.1:9/hook", events: [TASK_CREATED],
+  headers: [{name: "X-Foo", value: null}]}) { webhook { id } } }`, nil), "query")
+		if n := len(list(gql(t, e, e.Admin.Key, `{ webhooks(first: 100) { nodes { id } } }`, nil).ok(t), "webhooks", "nodes")); n != 0 {
+			t.Fatalf("a refused creation stored %d webhooks", n)
+		}
+
+		w := get(gql(t, e, e.Admin.Key, create, map[string]any{"in": map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"TASK_CREATED"},
+			"headers": []any{map[string]any{"name": "X-Keep", "value": "v"}}}}).ok(t), "createWebhook", "webhook")
+		id := mustStr(t, w, "id")
+		const update = `mutation($id: ID!, $in: UpdateWebhookInput!) { updateWebhook(id: $id, input: $in) { id } }`
+		refused(t, gql(t, e, e.Admin.Key, update, map[string]any{"id": id, "in": map[string]any{"headers": nullValue}}), "value")
+		refused(t, gql(t, e, e.Admin.Key, `mutation($id: ID!) { updateWebhook(id: $id, input: {headers: [{name: "X-Foo", value: null}]}) { id } }`,
+			map[string]any{"id": id}), "query")
+		got := gql(t, e, e.Admin.Key, `query($id: ID!) { webhook(id: $id) { headers { name value } } }`, map[string]any{"id": id}).ok(t)
+		if h := jsonString(get(got, "webhook", "headers")); h != `[{"name":"X-Keep","value":"v"}]` {
+			t.Fatalf("a refused update changed the headers: %s", h)
+		}
+	})
+}
