@@ -1187,7 +1187,7 @@ type WebhookObject string
 type WebhookCreate struct {
 	Events []EventType `json:"events"`
 
-	// Headers Sent with every delivery: at most 10 header names (HTTP tokens, case-insensitive, at most 100 characters) to values of at most 1,000 printable ASCII characters. Headers the service sets (`Content-Type`, `User-Agent`, `Content-Length`, `Host`, `webhook-*`, `X-service-*`, hop-by-hop ones) are refused.
+	// Headers Sent with every delivery: at most 10 header names (HTTP tokens, case-insensitive, at most 100 characters) to string values of at most 1,000 printable ASCII characters; a null value is refused (`validation_failed`, param `headers`). Headers the service sets (`Content-Type`, `User-Agent`, `Content-Length`, `Host`, `webhook-*`, `X-service-*`, hop-by-hop ones) are refused.
 	Headers *map[string]string `json:"headers,omitempty"`
 	URL     string             `json:"url"`
 }
@@ -1208,7 +1208,7 @@ type WebhookUpdate struct {
 	Active *bool        `json:"active,omitempty"`
 	Events *[]EventType `json:"events,omitempty"`
 
-	// Headers Sent with every delivery: at most 10 header names (HTTP tokens, case-insensitive, at most 100 characters) to values of at most 1,000 printable ASCII characters. Headers the service sets (`Content-Type`, `User-Agent`, `Content-Length`, `Host`, `webhook-*`, `X-service-*`, hop-by-hop ones) are refused.
+	// Headers Sent with every delivery: at most 10 header names (HTTP tokens, case-insensitive, at most 100 characters) to string values of at most 1,000 printable ASCII characters; a null value is refused (`validation_failed`, param `headers`). Headers the service sets (`Content-Type`, `User-Agent`, `Content-Length`, `Host`, `webhook-*`, `X-service-*`, hop-by-hop ones) are refused.
 	Headers *map[string]string `json:"headers,omitempty"`
 	URL     *string            `json:"url,omitempty"`
 }
