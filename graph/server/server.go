@@ -2,8 +2,8 @@
 // graph on the HTTP edge, as POST /graphql (queries and mutations) and as
 // WebSocket (graphql-transport-ws: subscriptions, queries and mutations),
 // with the limits every operation passes (query text, depth, complexity,
-// the tasks one document may create, the work budget) and the GraphiQL page. It imports graph; graph never
-// imports it.
+// the tasks one document may create, the work budget) and the GraphiQL
+// page. It imports graph; graph never imports it.
 package server
 
 import (
