@@ -1034,3 +1034,48 @@ func TestSubscribeRefusedForTheDatabaseShareCanBeSentAgain(t *testing.T) {
 		o.quiet(200 * time.Millisecond)
 	})
 }
+
+// Events commit with nobody subscribed and nobody reading the log: the
+// feed positions them all the same (within its poll), so a subscription
+// made later without after starts at the log's end and is sent only what
+// commits after it, not the events of the quiet spell (nor a bulk
+// creation's, which would otherwise cut it off as too slow).
+func TestASubscriptionWithoutAfterStartsAtTheLogsEnd(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := newLiveEnv(t, db, apitest.Settings{})
+		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Quiet", "key": "QUI"})
+		prj.ExpectStatus(t, http.StatusCreated)
+		batch := make([]map[string]any, 500)
+		for i := range batch {
+			batch[i] = map[string]any{"title": fmt.Sprint("Imported ", i)}
+		}
+		for range 3 {
+			e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks/batch", e.Member.Key, map[string]any{"tasks": batch}).
+				ExpectStatus(t, http.StatusCreated)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var unpositioned int64
+			if err := db.Gorm().Table("events").Where("seq IS NULL").Count(&unpositioned).Error; err != nil {
+				t.Fatal(err)
+			}
+			if unpositioned == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d committed events still have no log position 10 s later, with nobody reading the log", unpositioned)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		c := dialWS(t, e.URL, nil, bearer(e.Guest.Key))
+		c.ack()
+		c.subscribe("new", eventsSubscription, nil)
+		waitForSubscriptions(t, e, 1)
+		tsk := e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "After"})
+		tsk.ExpectStatus(t, http.StatusCreated)
+		if got := c.event("new", 10*time.Second); got["task"].(map[string]any)["id"] != tsk.Str("id") {
+			t.Fatalf("the first event sent is %v %v, want the task created after the subscribe", got["type"], got["task"])
+		}
+	})
+}

@@ -317,3 +317,49 @@ func TestEventLogRetention(t *testing.T) {
 		e.Get("/v1/events?starting_after="+old[1].ID, e.Guest.Key).ExpectError(t, http.StatusBadRequest, "validation_failed", "starting_after")
 	})
 }
+
+// A read sees every event that committed before it, whatever the backlog
+// of the log's unpositioned events (here another workspace's 5,500 that no
+// one has read yet, more than one run of the sequencer positions): the
+// event is found by id, listed by its project's filter and counted before
+// has_more is false.
+func TestEventReadsSeeEveryCommittedEventWhateverTheBacklog(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		e := apitest.New(t, db)
+		noisy := e.Send(http.MethodPost, "/v1/projects", e.Other.Key, map[string]any{"name": "Import", "key": "IMP"})
+		noisy.ExpectStatus(t, http.StatusCreated)
+		batch := make([]map[string]any, 500)
+		for i := range batch {
+			batch[i] = map[string]any{"title": fmt.Sprintf("Imported %d", i)}
+		}
+		for range 11 {
+			e.Send(http.MethodPost, "/v1/projects/"+noisy.Str("id")+"/tasks/batch", e.Other.Key, map[string]any{"tasks": batch}).
+				ExpectStatus(t, http.StatusCreated)
+		}
+		prj := e.Send(http.MethodPost, "/v1/projects", e.Member.Key, map[string]any{"name": "Quiet", "key": "QUI"})
+		prj.ExpectStatus(t, http.StatusCreated)
+		for i := range 3 {
+			e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": fmt.Sprint("Mine ", i)}).
+				ExpectStatus(t, http.StatusCreated)
+		}
+		var unpositioned int64
+		if err := db.Gorm().Table("events").Where("seq IS NULL").Count(&unpositioned).Error; err != nil {
+			t.Fatal(err)
+		}
+		if unpositioned < 5504 {
+			t.Fatalf("%d events unpositioned before the reads: the test would prove nothing", unpositioned)
+		}
+		var last string
+		if err := db.Gorm().Table("events").Where("workspace_id = ?", e.Workspace.ID).Order("created_at DESC").Limit(1).Pluck("id", &last).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.Get("/v1/events/"+last, e.Guest.Key).ExpectStatus(t, http.StatusOK)
+		if mine := listAll(t, e, e.Guest.Key, url.Values{"project_id": {prj.Str("id")}}); len(mine) != 4 {
+			t.Fatalf("the project's events: %v, want its creation and 3 tasks'", types(mine))
+		}
+		if theirs := listAll(t, e, e.Other.Key, url.Values{"project_id": {noisy.Str("id")}, "limit": {"100"}}); len(theirs) != 5501 {
+			t.Fatalf("the other workspace's project lists %d events, want 5,501", len(theirs))
+		}
+	})
+}

@@ -141,7 +141,8 @@ func subscribedSQL(dialect, w, e string) string {
 		find + "(" + w + ".events, '\"' || " + e + ".type || '\"') > 0"
 }
 
-// positionBatch bounds one sequencer transaction.
+// positionBatch bounds one sequencer transaction; PositionEvents runs as
+// many as the backlog takes.
 const positionBatch = 5000
 
 // unpositioned selects the events the sequencer has still to position: pings
@@ -166,7 +167,25 @@ const unpositioned = "seq IS NULL AND type <> '" + string(domain.EventWebhookPin
 // N, and a reader resuming after N finds it; positions never change once
 // given. Readers see only positioned events, and a run's positions appear at
 // once (one transaction), so a reader never sees N+2 without N+1.
+//
+// It runs batches of positionBatch, each its own transaction so that no
+// writer waits behind a long one, until a batch finds fewer: every event
+// that committed before the call is then positioned, whatever the backlog
+// (docs/events.md).
 func (s *EventStore) PositionEvents(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		n, err := s.positionSome(ctx)
+		total += n
+		if err != nil || n < positionBatch {
+			return total, err
+		}
+	}
+}
+
+// positionSome positions at most positionBatch of the oldest committed
+// events without a position, in one transaction.
+func (s *EventStore) positionSome(ctx context.Context) (int64, error) {
 	var pending int64
 	if err := s.db.conn(ctx).Raw("SELECT count(*) FROM (SELECT 1 FROM events WHERE " + unpositioned + " LIMIT 1) AS p").
 		Scan(&pending).Error; err != nil {

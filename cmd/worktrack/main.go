@@ -88,7 +88,7 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, []int64, error) {
 func newApp(db *store.DB, cfg Config, log *slog.Logger) *app.App {
 	return wiring.App(db, wiring.Core{
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate,
-		Live:                 app.LiveOptions{Announce: db.Dialect() == store.DialectPostgres, Logger: log},
+		Live:                 app.LiveOptions{Logger: log},
 	})
 }
 

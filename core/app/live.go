@@ -30,11 +30,6 @@ type LiveOptions struct {
 	// Pause is the least time between two reads of the log (10ms): under a
 	// stream of commits the feed reads them in batches, not one by one.
 	Pause time.Duration
-	// Announce makes the feed position the events this process commits as
-	// soon as they commit, even without subscribers of its own, so that the
-	// database tells the other processes' feeds at once (PositionEvents
-	// notifies on PostgreSQL). Without it they find them at their next poll.
-	Announce bool
 	// Logger receives the feed's failures to read the log.
 	Logger *slog.Logger
 }
@@ -175,10 +170,13 @@ func (l *Live) Subscribe(ctx context.Context, a domain.Actor, r SubscribeRequest
 }
 
 // start is the position after which the subscription's events are: After's,
-// or the last one given when the subscribe arrived. Every event that
-// commits later is positioned above it (so is any that committed shortly
-// before and was not positioned yet: those arrive too, which no client can
-// tell from a subscribe sent a moment earlier).
+// or the log's end as the subscribe arrived. Every event that commits later
+// is positioned above it. The feed positions events as they commit (Run),
+// so the only ones committed earlier and not yet positioned are those of
+// the last few milliseconds: those arrive too, which no client can tell
+// from a subscribe sent a moment earlier. (Positioning here first would
+// put below the end the events that commit while it runs, after the
+// subscribe: those must arrive.)
 func (l *Live) start(ctx context.Context, a domain.Actor, r SubscribeRequest) (int64, error) {
 	if r.After == nil {
 		return l.d.Log.LastPosition(ctx)

@@ -6,9 +6,12 @@ import (
 	"time"
 )
 
-// Run reads the log for the subscribers until ctx ends; with Announce, it
-// also positions the events this process commits (see LiveOptions).
-// Subscriptions end with their own contexts.
+// Run reads the log for the subscribers until ctx ends. With or without
+// subscribers it positions the events that committed, woken by this
+// process's commits and by the poll, so that every committed event is in
+// the log within the poll's second whoever reads (and, on PostgreSQL, the
+// other processes' feeds hear of it at once). Subscriptions end with their
+// own contexts.
 func (l *Live) Run(ctx context.Context) {
 	local, stop := l.logged.Subscribe()
 	defer stop()
@@ -18,13 +21,16 @@ func (l *Live) Run(ctx context.Context) {
 	}
 	poll := time.NewTicker(l.o.Poll)
 	defer poll.Stop()
+	// What a process that stopped left unpositioned, before any
+	// subscriber takes the log's end.
+	if _, err := l.d.Log.PositionEvents(ctx); err != nil && ctx.Err() == nil {
+		l.o.Logger.Warn("live feed: positioning the log failed", "error", err.Error())
+	}
 	for {
-		committed := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-local:
-			committed = true
 		case _, ok := <-watch:
 			if !ok {
 				watch = nil
@@ -34,10 +40,8 @@ func (l *Live) Run(ctx context.Context) {
 		}
 		if l.Subscriptions() == 0 {
 			l.forget()
-			if committed && l.o.Announce {
-				if _, err := l.d.Log.PositionEvents(ctx); err != nil && ctx.Err() == nil {
-					l.o.Logger.Warn("live feed: positioning the log failed", "error", err.Error())
-				}
+			if _, err := l.d.Log.PositionEvents(ctx); err != nil && ctx.Err() == nil {
+				l.o.Logger.Warn("live feed: positioning the log failed", "error", err.Error())
 			}
 		} else if err := l.advance(ctx); err != nil && ctx.Err() == nil {
 			l.o.Logger.Warn("live feed: reading the log failed; retrying", "error", err.Error())
