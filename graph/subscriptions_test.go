@@ -833,7 +833,7 @@ func TestLegacyWebSocketBadInitIsClosed(t *testing.T) {
 	if res.Body != nil {
 		_ = res.Body.Close()
 	}
-	defer conn.CloseNow()
+	defer func() { _ = conn.CloseNow() }()
 	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init","payload":"x"}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func (e *socketEnv) goodSocket(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a good socket: %v", err)
 	}
-	defer conn.CloseNow()
+	defer func() { _ = conn.CloseNow() }()
 	if err := write(ctx, conn, `{"type":"connection_init","payload":{"authorization":"Bearer `+e.key+`"}}`); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestSocketsWithABadInitAreClosedAndFreed(t *testing.T) {
 		if code != CloseBadRequest {
 			t.Errorf("bad socket %d (%s): closed with %d (%v), want %d", i+1, badInits[i%len(badInits)], code, err, CloseBadRequest)
 		}
-		conn.CloseNow()
+		_ = conn.CloseNow()
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -282,7 +282,7 @@ func TestSocketsDroppedByTheClientAreFreed(t *testing.T) {
 				t.Fatalf("socket %d: %v", i+1, err)
 			}
 		}
-		conn.CloseNow()
+		_ = conn.CloseNow()
 	}
 	e.goodSocket(t)
 	e.settled(t, goroutines)
