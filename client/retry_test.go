@@ -217,9 +217,9 @@ func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
 		var stalls atomic.Int64
 		stalled, release := make(chan struct{}), make(chan struct{})
 		// A keyed create writes its task in the transaction that holds its
-		// key: hold it there.
-		if err := db.Gorm().Callback().Create().Before("gorm:create").Register("test:stall-first-task", func(tx *gorm.DB) {
-			if tx.Statement.Table != "tasks" || stalls.Add(1) != 1 {
+		// key, with a written statement (GORM's Exec): hold it there.
+		if err := db.Gorm().Callback().Raw().Before("gorm:raw").Register("test:stall-first-task", func(tx *gorm.DB) {
+			if !strings.HasPrefix(tx.Statement.SQL.String(), "INSERT INTO tasks ") || stalls.Add(1) != 1 {
 				return
 			}
 			close(stalled)
@@ -236,7 +236,11 @@ func TestACreateWhoseFirstAttemptStillRunsIsRetried(t *testing.T) {
 			}
 			first <- task
 		}()
-		<-stalled
+		select {
+		case <-stalled:
+		case task := <-first:
+			t.Fatalf("the first create (%+v) finished without passing the stall: its task is no longer inserted by GORM's Exec", task)
+		}
 		counted := &statusTransport{}
 		// Retries enough to outlast the first attempt on a busy machine.
 		c := client.New(s.URL, s.Env.Member.Key, client.WithHTTPClient(&http.Client{Transport: counted}),
