@@ -64,6 +64,10 @@ type Options struct {
 	TrustedProxies []string
 	// Observer, when set, is told of every answered request (metrics).
 	Observer RequestObserver
+	// CORSOrigins are the origins whose pages may call the APIs
+	// (WORKTRACK_CORS_ORIGINS, read by ParseCORSOrigins): exact origins,
+	// or "*" alone. None by default: same-origin pages only.
+	CORSOrigins []string
 }
 
 // RequestObserver is told of every answered request: its route template
@@ -136,7 +140,8 @@ func New(auth Authenticator, opts Options) *Edge {
 	if err := e.SetTrustedProxies(opts.TrustedProxies); err != nil {
 		opts.Logger.Warn("ignoring bad trusted proxies", "error", err)
 	}
-	e.Use(s.requestID, s.accessLog, recoverWith(ErrorObject))
+	// Preflights are answered here, before any API's authentication.
+	e.Use(s.requestID, s.accessLog, recoverWith(ErrorObject), corsMiddleware(opts.CORSOrigins))
 
 	e.GET("/healthz", func(c *gin.Context) { JSON(c, http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/readyz", s.ready)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/secretbox"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/graph/server"
@@ -32,7 +33,10 @@ type Config struct {
 	AuthFailureLimit   int
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client (addresses or CIDRs; none by default).
-	TrustedProxies      []string
+	TrustedProxies []string
+	// CORSOrigins are the origins whose pages may call the APIs ("*"
+	// alone for every origin; none by default).
+	CORSOrigins         []string
 	TLSCert, TLSKey     string
 	WebhookTimeout      time.Duration
 	WebhookBackoffBase  time.Duration
@@ -85,6 +89,8 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_WORKSPACE_RATE_LIMIT    requests per workspace per window, all its keys together (default: 10 × WORKTRACK_RATE_LIMIT)
   WORKTRACK_AUTH_FAILURE_LIMIT      failed authentications per client address per 60s before 429 (default 20)
   WORKTRACK_TRUSTED_PROXIES         proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For names the client (default none)
+  WORKTRACK_CORS_ORIGINS            origins whose pages may call the APIs from a browser: exact origins, comma-separated
+                                    (http://localhost:5173,https://board.example.com), or * for any (default none)
   WORKTRACK_TLS_CERT, _TLS_KEY      serve HTTPS with this certificate and key (both or neither)
   WORKTRACK_WEBHOOK_TIMEOUT         per delivery attempt (default 5s)
   WORKTRACK_WEBHOOK_BACKOFF_BASE    first retry delay (default 10s)
@@ -195,6 +201,15 @@ func (e *env) prefixes(name string) []string {
 	return out
 }
 
+// origins reads the origins whose pages may call the APIs; unset is none.
+func (e *env) origins(name string) []string {
+	out, err := httpedge.ParseCORSOrigins(e.str(name, ""))
+	if err != nil {
+		e.fail(name, "%v", err)
+	}
+	return out
+}
+
 // keyring reads the keys that seal stored secrets; unset is none.
 func (e *env) keyring(name string) *secretbox.Keyring {
 	k, err := secretbox.Parse(e.str(name, ""))
@@ -242,6 +257,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		WorkspaceRateLimit:  e.positiveInt("WORKTRACK_WORKSPACE_RATE_LIMIT", 0),
 		AuthFailureLimit:    e.positiveInt("WORKTRACK_AUTH_FAILURE_LIMIT", 20),
 		TrustedProxies:      e.prefixes("WORKTRACK_TRUSTED_PROXIES"),
+		CORSOrigins:         e.origins("WORKTRACK_CORS_ORIGINS"),
 		TLSCert:             e.str("WORKTRACK_TLS_CERT", ""),
 		TLSKey:              e.str("WORKTRACK_TLS_KEY", ""),
 		WebhookTimeout:      e.duration("WORKTRACK_WEBHOOK_TIMEOUT", 5*time.Second),

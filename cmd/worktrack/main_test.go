@@ -300,6 +300,10 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"WORKTRACK_LOG_LEVEL=verbose"}, "WORKTRACK_LOG_LEVEL"},
 		{[]string{"WORKTRACK_TRUSTED_PROXIES=10.0.0.1,proxy.internal"}, "WORKTRACK_TRUSTED_PROXIES"},
 		{[]string{"WORKTRACK_SECRETS_KEY=c2hvcnQ="}, "WORKTRACK_SECRETS_KEY"},
+		{[]string{"WORKTRACK_CORS_ORIGINS=http://localhost:5173/"}, "WORKTRACK_CORS_ORIGINS"},
+		{[]string{"WORKTRACK_CORS_ORIGINS=localhost:5173"}, "WORKTRACK_CORS_ORIGINS"},
+		{[]string{"WORKTRACK_CORS_ORIGINS=https://*.example.com"}, "WORKTRACK_CORS_ORIGINS"},
+		{[]string{"WORKTRACK_CORS_ORIGINS=*,http://localhost:5173"}, "WORKTRACK_CORS_ORIGINS"},
 		{[]string{"DATABASE_URL=sqlite:/missing/dir/x.db"}, "directory \"/missing/dir\" of \"/missing/dir/x.db\" does not exist"},
 	} {
 		t.Run(tc.variable, func(t *testing.T) {

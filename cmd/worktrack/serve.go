@@ -95,6 +95,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		RateWindow:         cfg.RateWindow,
 		AuthFailureLimit:   cfg.AuthFailureLimit,
 		TrustedProxies:     cfg.TrustedProxies,
+		CORSOrigins:        cfg.CORSOrigins,
 		Ready:              db.Ping,
 		Observer:           m,
 	}, server.Options{
