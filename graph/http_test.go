@@ -119,15 +119,15 @@ func TestRequestErrors(t *testing.T) {
 		r := gql(t, e, e.Guest.Key, `query($n: Int) { projects(first: $n) { nodes { id } } }`, map[string]any{"n": "x"})
 		r.expectError(t, "validation_failed", "n")
 
-		// GET serves GraphiQL to browsers; anything else is 405 after
-		// authentication.
+		// GET without a query serves GraphiQL to browsers; GET runs queries
+		// (TestGraphQLOverGET); other methods are 405 after authentication.
 		page := e.Do(apitest.Request{Method: http.MethodGet, Path: "/graphql", Header: map[string]string{"Accept": "text/html,application/xhtml+xml"}})
 		if page.Status != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") ||
 			!strings.Contains(strings.ToLower(string(page.Body)), "graphiql") {
 			t.Fatalf("GraphiQL: %d %s", page.Status, page.Header)
 		}
 		decode(t, e.Get("/graphql", "")).expectHTTPError(t, http.StatusUnauthorized, "missing_api_key")
-		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+		for _, m := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
 			r := decode(t, e.Do(apitest.Request{Method: m, Path: "/graphql", Key: e.Guest.Key}))
 			r.expectHTTPError(t, http.StatusMethodNotAllowed, "method_not_allowed")
 			if r.Header.Get("Allow") != "GET, POST" {

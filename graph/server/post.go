@@ -88,11 +88,24 @@ func (h *postHandler) serve(c *gin.Context) {
 		Headers:       c.Request.Header,
 		ReadTime:      graphql.TraceTiming{Start: start, End: graphql.Now()},
 	}
+	h.run(c, params, true)
+}
 
+// run executes params for the authenticated caller and writes the answer.
+// Over GET (mutations false) a mutation is refused with 405 and Allow:
+// POST before anything runs: GET must not change anything (GraphQL over
+// HTTP).
+func (h *postHandler) run(c *gin.Context, params *graphql.RawParams, mutations bool) {
 	ctx := graphql.StartOperationTrace(c.Request.Context())
 	ctx = graph.WithCaller(ctx, h.app, caller(c, httpedge.Actor(c)), h.wait)
 	contentType := responseContentType(c.Request)
-	status, resp := h.execute(ctx, params, contentType)
+	status, resp := h.execute(ctx, params, contentType, mutations)
+	if status == http.StatusMethodNotAllowed {
+		c.Header("Allow", http.MethodPost)
+		h.api.Abort(c, domain.Errorf(wire.CodeMethodNotAllowed,
+			"Mutations change data and are sent with POST %s; GET runs queries only.", Path))
+		return
+	}
 	if resp == nil {
 		// The executor gives no response only when the request's context
 		// ended before it ran: the client has gone.
@@ -110,8 +123,13 @@ func (h *postHandler) serve(c *gin.Context) {
 // and the response: a request refused before it runs is 422, or 400 for a
 // client that asked for application/graphql-response+json (GraphQL over
 // HTTP); one that ran is 200, errors included.
-func (h *postHandler) execute(ctx context.Context, params *graphql.RawParams, contentType string) (int, *graphql.Response) {
+// A mutation when mutations is false is refused before it runs: 405 and
+// no response.
+func (h *postHandler) execute(ctx context.Context, params *graphql.RawParams, contentType string, mutations bool) (int, *graphql.Response) {
 	op, errs := h.exec.CreateOperationContext(ctx, params)
+	if errs == nil && !mutations && op.Operation != nil && op.Operation.Operation == ast.Mutation {
+		return http.StatusMethodNotAllowed, nil
+	}
 	if errs != nil {
 		status := http.StatusOK
 		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
@@ -193,4 +211,34 @@ func (noSubscriptionsOverPOST) InterceptOperation(ctx context.Context, next grap
 		return graphql.OneShot(&graphql.Response{Errors: []*gqlerror.Error{graph.PresentError(ctx, err)}})
 	}
 	return next(ctx)
+}
+
+// serveGET runs a query sent as GET /graphql?query=…&variables=…&
+// operationName=…&extensions=… (GraphQL over HTTP; urql's default, and
+// Apollo Client's with useGETForQueries or persisted queries), exactly as
+// POST runs it. variables and extensions are JSON objects; a mutation is
+// 405 with Allow: POST.
+func (h *postHandler) serveGET(c *gin.Context) {
+	start := graphql.Now()
+	q := c.Request.URL.Query()
+	params := &graphql.RawParams{
+		Query:         q.Get("query"),
+		OperationName: q.Get("operationName"),
+		Headers:       c.Request.Header,
+	}
+	for _, p := range []struct {
+		name string
+		into *map[string]any
+	}{{"variables", &params.Variables}, {"extensions", &params.Extensions}} {
+		raw := q.Get(p.name)
+		if raw == "" {
+			continue
+		}
+		if err := httpedge.DecodeObject([]byte(raw), p.into); err != nil {
+			h.api.Abort(c, domain.Invalid(p.name, "The %s parameter must be one JSON object, URL-encoded.", p.name))
+			return
+		}
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	h.run(c, params, false)
 }

@@ -139,9 +139,11 @@ func configure(srv executorConfig, o Options) {
 //	POST /graphql             queries and mutations
 //	GET  /graphql             a WebSocket upgrade: subscriptions (and queries and
 //	                          mutations) over graphql-transport-ws, authenticated
-//	                          by connection_init; else the GraphiQL page, for
-//	                          requests that accept text/html (no key needed: the
-//	                          page holds no data); otherwise 405
+//	                          by connection_init; else, without query or
+//	                          extensions, the GraphiQL page for requests that
+//	                          accept text/html (no key needed: the page holds
+//	                          no data); otherwise a query (GraphQL over HTTP
+//	                          GET: a mutation is 405, Allow: POST)
 //	any other method          405, after authentication
 //
 // It returns the open WebSockets, for the server to close on shutdown.
@@ -152,7 +154,7 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	ws := newWSHandler(edge, api, a, o, sockets)
 	h := &postHandler{exec: newExecutor(a, o), app: a, wait: o.LoaderWait, api: api}
 	servePage := func(c *gin.Context) {
-		if acceptsHTML(c.Request) {
+		if acceptsHTML(c.Request) && !c.Request.URL.Query().Has("query") && !c.Request.URL.Query().Has("extensions") {
 			serveGraphiQL(c)
 			c.Abort()
 		}
@@ -161,7 +163,7 @@ func Mount(edge *httpedge.Edge, a *app.App, o Options) *Sockets {
 	e := edge.Engine()
 	mountGraphiQLAssets(e)
 	e.POST(Path, api.Chain(h.serve)...)
-	e.GET(Path, append([]gin.HandlerFunc{ws.upgrade, servePage}, api.Chain(h.methodNotAllowed)...)...)
+	e.GET(Path, append([]gin.HandlerFunc{ws.upgrade, servePage}, api.Chain(h.serveGET)...)...)
 	for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
 		e.Handle(m, Path, api.Chain(h.methodNotAllowed)...)
 	}
@@ -181,7 +183,7 @@ func caller(c *gin.Context, who domain.Actor) graph.Caller {
 func (h *postHandler) methodNotAllowed(c *gin.Context) {
 	c.Header("Allow", "GET, POST")
 	h.api.Abort(c, domain.Errorf(wire.CodeMethodNotAllowed,
-		"Send GraphQL requests with POST %s; GET %s serves the GraphiQL page to browsers (Accept: text/html).", Path, Path))
+		"Send GraphQL requests with POST %s (queries may also be sent with GET %s?query=…).", Path, Path))
 }
 
 func acceptsHTML(r *http.Request) bool {
