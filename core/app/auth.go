@@ -66,7 +66,8 @@ func NewAuth(d AuthDeps, o AuthOptions) *Auth {
 
 // Authenticate returns the actor behind a bearer token. An empty token is
 // missing_api_key; an unknown, malformed, revoked or expired one is
-// invalid_api_key.
+// invalid_api_key, whose message says when an expired key expired (and
+// nothing more for the others).
 func (a *Auth) Authenticate(ctx context.Context, secret string) (domain.Actor, error) {
 	if secret == "" {
 		return domain.Actor{}, domain.Errorf(domain.CodeMissingAPIKey,
@@ -92,6 +93,13 @@ func (a *Auth) Authenticate(ctx context.Context, secret string) (domain.Actor, e
 		a.cache.Add(hash, entry)
 	}
 	if !entry.key.Usable(now) {
+		if exp := entry.key.ExpiresAt; exp != nil && !now.Before(*exp) && (entry.key.RevokedAt == nil || now.Before(*entry.key.RevokedAt)) {
+			// Only the key's holder reads this: tell them to make a new
+			// key rather than hunt for a typo.
+			return domain.Actor{}, domain.Errorf(domain.CodeInvalidAPIKey,
+				"This API key expired at %s. Create a new key (POST /v1/api_keys, or ask an admin) and use it instead.",
+				domain.FormatTime(*exp))
+		}
 		return domain.Actor{}, invalid
 	}
 	if err := a.touch(ctx, hash, entry, now); err != nil {
