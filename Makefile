@@ -40,18 +40,16 @@ GENERATED_PATHS := graph schema.graphql gqlgen.yml client/types.gen.go client/oa
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql check-binaries test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client bench load clean test-image test-containers test-client-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql check-binaries test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client dashboard dashboard-serve bench load clean test-image test-containers test-client-containers clean-containers
 
 all: lint test build ## lint, test and build
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# The build says it is building: on a fresh machine it downloads the modules
-# and compiles for a few minutes before the server prints anything.
-run: ## serve on 127.0.0.1:8080 with the embedded SQLite default (worktrack.db)
-	@echo "make run: building bin/worktrack (the first build on a machine downloads and compiles for a few minutes; later ones take seconds)..."
-	@CGO_ENABLED=0 $(GO) build -tags '$(BUILD_TAGS)' -o bin/worktrack ./cmd/worktrack
+# make run serves what make build builds, with the same flags, so one build
+# cache serves both (a cold run then build compiles once, not twice).
+run: build ## serve on 127.0.0.1:8080 with the embedded SQLite default (worktrack.db)
 	@echo "make run: starting the server (Ctrl-C stops it)"
 	bin/worktrack serve
 
@@ -247,6 +245,17 @@ webhook-verify: ## install the standardwebhooks npm package into tools/webhook-v
 
 graphql-ws-client: ## install the graphql-ws npm client into tools/graphql-ws-client (the subscription tests run it)
 	npm ci --prefix tools/graphql-ws-client --no-audit --no-fund
+
+# The example board page of docs/graphql.md: urql and graphql-ws from the
+# lockfile, bundled by esbuild into tools/dashboard/dist (not committed: an
+# example to copy, not an asset the binary serves). The browser test drives
+# it in Chromium with playwright-core, from the same lockfile.
+dashboard: ## install and build the example dashboard into tools/dashboard/dist (its Chromium test needs it)
+	npm ci --prefix tools/dashboard --no-audit --no-fund --ignore-scripts
+	npm run --prefix tools/dashboard --silent build
+
+dashboard-serve: dashboard ## serve the example dashboard on http://localhost:9097 (run the API with WORKTRACK_CORS_ORIGINS=http://localhost:9097)
+	cd tools/dashboard && ./node_modules/.bin/esbuild --servedir=dist --serve=localhost:9097
 
 check-generate: ## fail when regenerating changes or adds generated files (graph/, client/types.gen.go)
 	@if [ ! -f gqlgen.yml ]; then \
