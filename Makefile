@@ -67,8 +67,16 @@ BUILD_TAGS ?= nomsgpack
 # the end-to-end tests' server binary too.
 TEST_GOFLAGS = GOFLAGS='$(strip $(GOFLAGS) -tags=$(BUILD_TAGS))'
 
+# The build says what it is doing: on a fresh machine it downloads the
+# modules and compiles a few hundred packages for minutes before the
+# server can start. go build -v names each package it compiles; BUILD_PROGRESS
+# turns those names into a count every 25 packages, and passes every other
+# line (downloads, errors) through as it is.
+BUILD_PROGRESS := awk '/^[^ :\#]+$$/ { n++; if (n % 25 == 0) { printf "build: %d packages compiled...\n", n; fflush() } next } { print; fflush() }'
+
 build: ## build a static, stamped binary into bin/worktrack (VERSION=..., COMMIT=...)
-	CGO_ENABLED=0 $(GO) build -tags '$(BUILD_TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o bin/worktrack ./cmd/worktrack
+	@echo "build: bin/worktrack (a first build on a machine downloads modules and compiles for a few minutes; later builds take seconds)"
+	@set -o pipefail; CGO_ENABLED=0 $(GO) build -v -tags '$(BUILD_TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o bin/worktrack ./cmd/worktrack 2>&1 | $(BUILD_PROGRESS)
 
 # go test -json through tools/testsummary prints what plain go test prints,
 # then how many tests were skipped for want of PostgreSQL, Redis, Docker or
