@@ -39,6 +39,10 @@ const (
 	wtDBName        = "worktrack_load"
 	refDBName       = "worktrack_load_ref"
 	refConns        = 20
+	// dashboardOrigin is the origin Worktrack's requests claim and its
+	// servers allow (WORKTRACK_CORS_ORIGINS): every answer carries the
+	// CORS headers, the costlier case.
+	dashboardOrigin = "http://dashboard.load.test"
 )
 
 type options struct {
@@ -429,6 +433,7 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			"WORKTRACK_RATE_LIMIT=1000000000",
 			"WORKTRACK_RATE_WINDOW=1s",
 			"WORKTRACK_WEBHOOK_ALLOW_PRIVATE=true", // the receiver listens on 127.0.0.1
+			"WORKTRACK_CORS_ORIGINS=" + dashboardOrigin,
 		}, bin, "serve")
 		if err != nil {
 			return nil, err

@@ -10,6 +10,8 @@ end
 wrk.headers["Content-Type"] = "application/json"
 local tok = os.getenv("TOKEN")
 if tok and #tok > 0 then wrk.headers["Authorization"] = "Bearer " .. tok end
+local origin = os.getenv("ORIGIN")
+if origin and #origin > 0 then wrk.headers["Origin"] = origin end
 local seeded = false
 request = function()
   if not seeded then math.randomseed(os.time() + math.floor(os.clock() * 1e6)); seeded = true end

@@ -251,6 +251,11 @@ func (h *harness) wrk(ctx context.Context, base, token, script, pathFile, timeou
 	}
 	cmd := exec.CommandContext(ctx, "wrk", append(args, base)...) //nolint:gosec // fixed program, our own arguments
 	cmd.Env = append(os.Environ(), "PATHS="+pathFile, "TOKEN="+token)
+	if token != "" {
+		// Worktrack's requests come from a page on an allowed origin, so
+		// every answer carries its CORS headers, as a dashboard's do.
+		cmd.Env = append(cmd.Env, "ORIGIN="+dashboardOrigin)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return wrkRun{}, fmt.Errorf("wrk: %w\n%s", err, out)
