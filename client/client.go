@@ -47,6 +47,9 @@ type Client struct {
 	retries   int
 	userAgent string
 	wait      func(attempt int) time.Duration // backoff before retry attempt (1, 2, …)
+	// untilDeadline retries a refused request (429, 503, a dropped
+	// connection) past retries while its context's deadline allows.
+	untilDeadline bool
 
 	Users    *UsersService
 	Projects *ProjectsService
@@ -73,6 +76,14 @@ func WithMaxRetries(n int) Option { return func(c *Client) { c.retries = max(n, 
 func WithBackoff(base, maxWait time.Duration) Option {
 	return func(c *Client) { c.wait = backoff(base, maxWait) }
 }
+
+// WithRetryUntilDeadline retries a request that can be retried (a 429, a
+// 503, a dropped connection, a key still in use) as often as its context's
+// deadline allows, instead of WithMaxRetries times: a retry is made only
+// when its wait ends before the deadline. Without a deadline on the
+// context, WithMaxRetries applies. Many callers sharing a small rate limit
+// then all get through, each by its own deadline.
+func WithRetryUntilDeadline() Option { return func(c *Client) { c.untilDeadline = true } }
 
 // WithUserAgent puts ua before this client's own User-Agent
 // ("worktrack-go/1.0.0"), naming your integration in the server's logs.
@@ -171,7 +182,8 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			idem = newIdempotencyKey()
 		}
 	}
-	lostOne := false // an earlier attempt's outcome is unknown (its connection failed)
+	lostOne := false    // an earlier attempt's outcome is unknown (its connection failed)
+	var inUse time.Time // when the key was first answered in use
 	for attempt := 0; ; attempt++ {
 		var r io.Reader
 		if payload != nil {
@@ -191,28 +203,26 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			req.Header.Set("Idempotency-Key", idem)
 		}
 		res, err := c.http.Do(req)
+		var raw []byte
+		if err == nil {
+			raw, err = io.ReadAll(io.LimitReader(res.Body, maxBody))
+			_ = res.Body.Close()
+			if err != nil {
+				err = fmt.Errorf("reading the answer: %w", err)
+			}
+		}
 		if err != nil {
-			if ctx.Err() != nil || attempt >= c.retries {
+			wait := c.wait(attempt + 1)
+			if ctx.Err() != nil || !c.mayRetry(ctx, attempt, wait) {
 				return fmt.Errorf("worktrack: %s %s: %w", method, path, err)
 			}
 			lostOne = true
-			if err := sleep(ctx, c.wait(attempt+1)); err != nil {
+			if err := sleep(ctx, wait); err != nil {
 				return err
 			}
 			continue
 		}
-		raw, err := io.ReadAll(io.LimitReader(res.Body, maxBody))
-		_ = res.Body.Close()
-		if err != nil {
-			if ctx.Err() != nil || attempt >= c.retries {
-				return fmt.Errorf("worktrack: %s %s: reading the answer: %w", method, path, err)
-			}
-			lostOne = true
-			if err := sleep(ctx, c.wait(attempt+1)); err != nil {
-				return err
-			}
-			continue
-		}
+		record(ctx, res)
 		if res.StatusCode >= 200 && res.StatusCode < 300 {
 			if out == nil || len(raw) == 0 {
 				return nil
@@ -227,22 +237,65 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			// The attempt whose connection failed deleted it.
 			return nil
 		}
-		// 429 and 503 pass; so does 409 idempotency_key_in_use, an earlier
-		// attempt of this very request still running on the server.
-		retryable := res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable ||
-			(res.StatusCode == http.StatusConflict && apiErr.Code == "idempotency_key_in_use")
-		if retryable && attempt < c.retries {
-			wait := apiErr.RetryAfter
-			if wait <= 0 {
-				wait = c.wait(attempt + 1)
-			}
-			if err := sleep(ctx, wait); err != nil {
-				return err
-			}
-			continue
+		wait := jitter(apiErr.RetryAfter)
+		if wait <= 0 {
+			wait = c.wait(attempt + 1)
 		}
-		return apiErr
+		switch {
+		case res.StatusCode == http.StatusConflict && apiErr.Code == CodeIdempotencyKeyInUse:
+			// An earlier attempt of this very request still runs on the
+			// server: it ends within the server's bound on a keyed
+			// request (InUseBound), whatever the retry count says.
+			if inUse.IsZero() {
+				inUse = time.Now()
+			}
+			if time.Since(inUse)+wait > InUseBound || !c.beforeDeadline(ctx, wait) {
+				return apiErr
+			}
+		case res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable:
+			if !c.mayRetry(ctx, attempt, wait) {
+				return apiErr
+			}
+		default:
+			return apiErr
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
 	}
+}
+
+// InUseBound is how long the server may answer a key in use
+// (docs/api.md#idempotent-requests: a keyed request runs under a 60 s
+// deadline): the client retries idempotency_key_in_use for that long.
+const InUseBound = 60 * time.Second
+
+// mayRetry reports whether the request may be made again after its
+// attempt-th retry and a wait: WithMaxRetries times, or, with
+// WithRetryUntilDeadline and a deadline on ctx, while the wait ends before
+// it.
+func (c *Client) mayRetry(ctx context.Context, attempt int, wait time.Duration) bool {
+	if _, ok := ctx.Deadline(); ok && c.untilDeadline {
+		return c.beforeDeadline(ctx, wait)
+	}
+	return attempt < c.retries && c.beforeDeadline(ctx, wait)
+}
+
+// beforeDeadline reports whether a wait ends before ctx's deadline (always,
+// without one): a retry that could not be sent in time is not waited for.
+func (c *Client) beforeDeadline(ctx context.Context, wait time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Now().Add(wait).Before(deadline)
+}
+
+// jitter spreads a server's Retry-After over [d, 1.5 d], so that callers
+// refused together (a rate limit's window) do not all come back at the
+// same instant and collide again.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d + time.Duration(mrand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not a secret
 }
 
 // errorOf reads an error answer: the API's Error object, or, for an answer

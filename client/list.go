@@ -44,6 +44,9 @@ func list[T any](ctx context.Context, c *Client, path string, query url.Values) 
 			if !p.Pagination.HasMore || p.Pagination.NextCursor == nil {
 				return
 			}
+			// The next page is the cursor's alone: starting_after said
+			// where the first began, and the API refuses both together.
+			q.Del("starting_after")
 			q.Set("cursor", *p.Pagination.NextCursor)
 		}
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"net/http"
 	"net/url"
@@ -371,32 +372,67 @@ func (s *EventsService) List(ctx context.Context, p EventListParams) iter.Seq2[E
 
 // Follow iterates over the events after p.StartingAfter in log order, and
 // then over every event that commits later: when it has read the newest, it
-// asks again every poll (1 s when 0). It ends when ctx ends or the caller
-// stops. To resume after a restart, pass the id of the last event you
-// processed as StartingAfter.
+// asks again every poll (1 s when 0). It runs until ctx ends or the caller
+// stops, through outages: a failure that may pass (the server unreachable,
+// a 429, a 5xx) is retried with backoff (FollowBackoff) from the last event
+// yielded, so nothing is lost or repeated. It ends early only on an answer
+// that asking again cannot change (a revoked key, a starting_after no
+// longer in the log), which it yields. To resume after a restart, pass the
+// id of the last event you processed as StartingAfter.
 func (s *EventsService) Follow(ctx context.Context, p EventListParams, poll time.Duration) iter.Seq2[Event, error] {
 	if poll <= 0 {
 		poll = time.Second
 	}
 	return func(yield func(Event, error) bool) {
+		failures := 0
 		for {
+			var failed error
 			for e, err := range s.List(ctx, p) {
 				if err != nil {
-					if ctx.Err() == nil {
-						yield(Event{}, err)
-					}
-					return
+					failed = err
+					break
 				}
+				failures = 0
 				if !yield(e, nil) {
 					return
 				}
 				p.StartingAfter = e.ID
 			}
-			if sleep(ctx, poll) != nil {
+			wait := poll
+			if failed != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if !passing(failed) {
+					yield(Event{}, failed)
+					return
+				}
+				failures++
+				wait = followBackoff(failures)
+			} else {
+				failures = 0
+			}
+			if sleep(ctx, wait) != nil {
 				return
 			}
 		}
 	}
+}
+
+// FollowBackoff bounds Follow's wait between two tries after failures:
+// half a second after the first, doubling, at most this.
+const FollowBackoff = 30 * time.Second
+
+var followBackoff = backoff(500*time.Millisecond, FollowBackoff)
+
+// passing reports whether err may pass if the request is made again: no
+// answer at all, or a 408, 429 or 5xx.
+func passing(err error) bool {
+	var apiErr *Error
+	if !errors.As(err, &apiErr) {
+		return true
+	}
+	return apiErr.StatusCode == http.StatusRequestTimeout || apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode >= 500
 }
 
 func toValues(q query) url.Values { return url.Values(q) }

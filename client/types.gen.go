@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/oapi-codegen/nullable"
-	"github.com/oapi-codegen/runtime"
-	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // Defines values for APIKeyObject.
@@ -880,7 +878,7 @@ type Event struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data The task or project as it is after the change (for `task.deleted`, as it was before); for `webhook.disabled`, the webhook.
-	Data Event_Data `json:"data"`
+	Data json.RawMessage `json:"data"`
 
 	// ID Event id
 	//
@@ -893,11 +891,6 @@ type Event struct {
 
 	// Type The event types a webhook subscribes to. `webhook.disabled` concerns the workspace, not a project: only keys that may read webhooks see it.
 	Type EventType `json:"type"`
-}
-
-// Event_Data The task or project as it is after the change (for `task.deleted`, as it was before); for `webhook.disabled`, the webhook.
-type Event_Data struct {
-	union json.RawMessage
 }
 
 // EventObject defines model for Event.Object.
@@ -1117,8 +1110,8 @@ type User struct {
 	// CreatedAt RFC 3339 in UTC (`Z`), microsecond precision.
 	//
 	// Examples: 2026-03-14T09:26:53.589793Z
-	CreatedAt time.Time           `json:"created_at"`
-	Email     openapi_types.Email `json:"email"`
+	CreatedAt time.Time `json:"created_at"`
+	Email     string    `json:"email"`
 
 	// ID User id
 	//
@@ -1334,91 +1327,3 @@ type Unavailable = ErrorBody
 
 // UnsupportedMediaType Every error answer.
 type UnsupportedMediaType = ErrorBody
-
-// AsTask returns the union data inside the Event_Data as a Task
-func (t Event_Data) AsTask() (Task, error) {
-	var body Task
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromTask overwrites any union data inside the Event_Data as the provided Task
-func (t *Event_Data) FromTask(v Task) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeTask performs a merge with any union data inside the Event_Data, using the provided Task
-func (t *Event_Data) MergeTask(v Task) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsProject returns the union data inside the Event_Data as a Project
-func (t Event_Data) AsProject() (Project, error) {
-	var body Project
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromProject overwrites any union data inside the Event_Data as the provided Project
-func (t *Event_Data) FromProject(v Project) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeProject performs a merge with any union data inside the Event_Data, using the provided Project
-func (t *Event_Data) MergeProject(v Project) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsWebhook returns the union data inside the Event_Data as a Webhook
-func (t Event_Data) AsWebhook() (Webhook, error) {
-	var body Webhook
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromWebhook overwrites any union data inside the Event_Data as the provided Webhook
-func (t *Event_Data) FromWebhook(v Webhook) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeWebhook performs a merge with any union data inside the Event_Data, using the provided Webhook
-func (t *Event_Data) MergeWebhook(v Webhook) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-func (t Event_Data) MarshalJSON() ([]byte, error) {
-	b, err := t.union.MarshalJSON()
-	return b, err
-}
-
-func (t *Event_Data) UnmarshalJSON(b []byte) error {
-	err := t.union.UnmarshalJSON(b)
-	return err
-}

@@ -1,4 +1,4 @@
-package client_test
+package clienttest_test
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestUsersKeysAndEvents(t *testing.T) {
 		if len(all) != 4 || all[0].Type != client.EventTypeProjectCreated || all[3].Type != client.EventTypeTaskCreated {
 			t.Fatalf("the log: %+v", all)
 		}
-		if task, err := all[3].Data.AsTask(); err != nil || task.Title != "three" {
+		if task, err := all[3].Task(); err != nil || task.Title != "three" {
 			t.Fatalf("the last event's task: %+v %v", task, err)
 		}
 		after := collect(t, s.member.Events.List(ctx, client.EventListParams{StartingAfter: all[1].ID, Type: client.EventTypeTaskCreated}))
@@ -106,7 +106,7 @@ func TestUsersKeysAndEvents(t *testing.T) {
 		later := must[*client.Task](t)(s.member.Tasks.Create(ctx, p.ID, client.TaskCreate{Title: "four"}))
 		select {
 		case e := <-got:
-			task, err := e.Data.AsTask()
+			task, err := e.Task()
 			if err != nil || task.ID != later.ID {
 				t.Fatalf("followed next %+v (%v), want the task created later", task, err)
 			}
@@ -197,7 +197,7 @@ func TestWebhooksAndVerification(t *testing.T) {
 		p := must[*client.Project](t)(s.member.Projects.Create(ctx, client.ProjectCreate{Name: "Hooks", Key: "HKS"}))
 		task := must[*client.Task](t)(s.member.Tasks.Create(ctx, p.ID, client.TaskCreate{Title: "Signed"}))
 		got := rc.waitFor(t, 1)
-		if data, err := got[0].Data.AsTask(); err != nil || data.ID != task.ID || got[0].Type != client.EventTypeTaskCreated {
+		if data, err := got[0].Task(); err != nil || data.ID != task.ID || got[0].Type != client.EventTypeTaskCreated {
 			t.Fatalf("verified event %+v (%+v, %v)", got[0], data, err)
 		}
 
@@ -274,16 +274,29 @@ func TestWebhooksAndVerification(t *testing.T) {
 		if _, err := client.VerifyWebhook(sent.body, replay, rotated.Secret); !errors.Is(err, client.ErrWebhookSignature) {
 			t.Fatalf("a replayed timestamp: %v, want ErrWebhookSignature", err)
 		}
-		// Without the Standard Webhooks headers, X-service-Signature (made
-		// with the new secret) decides.
+		// An older timestamp passes a verifier told to tolerate its age.
+		lenient := must[*client.WebhookVerifier](t)(client.NewWebhookVerifier([]string{rotated.Secret}, client.WithTolerance(time.Duration(1<<62))))
+		if _, err := lenient.Verify(sent.body, replay); !errors.Is(err, client.ErrWebhookSignature) {
+			t.Fatalf("a forged timestamp (the signature covers it): %v, want ErrWebhookSignature", err)
+		}
+		// Without the Standard Webhooks headers, as a replay whose
+		// timestamp was stripped would come, the delivery is refused by
+		// default: X-service-Signature signs no timestamp.
 		bare := sent.header.Clone()
 		for _, h := range []string{webhook.HeaderWebhookID, webhook.HeaderWebhookTimestamp, webhook.HeaderWebhookSignature} {
 			bare.Del(h)
 		}
-		if _, err := client.VerifyWebhook(sent.body, bare, old, rotated.Secret); err != nil {
-			t.Fatalf("X-service-Signature with either secret: %v", err)
+		if _, err := client.VerifyWebhook(sent.body, bare, old, rotated.Secret); !errors.Is(err, client.ErrWebhookSignature) {
+			t.Fatalf("a delivery stripped of its webhook-* headers: %v, want ErrWebhookSignature", err)
 		}
-		if _, err := client.VerifyWebhook(sent.body, bare, old); !errors.Is(err, client.ErrWebhookSignature) {
+		// A receiver behind a proxy that strips them opts in to
+		// X-service-Signature (made with the new secret).
+		legacy := must[*client.WebhookVerifier](t)(client.NewWebhookVerifier([]string{old, rotated.Secret}, client.AllowLegacySignature()))
+		if _, err := legacy.Verify(sent.body, bare); err != nil {
+			t.Fatalf("X-service-Signature with either secret, allowed: %v", err)
+		}
+		legacyOld := must[*client.WebhookVerifier](t)(client.NewWebhookVerifier([]string{old}, client.AllowLegacySignature()))
+		if _, err := legacyOld.Verify(sent.body, bare); !errors.Is(err, client.ErrWebhookSignature) {
 			t.Fatalf("X-service-Signature with the old secret only: %v, want ErrWebhookSignature", err)
 		}
 
