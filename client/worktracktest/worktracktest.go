@@ -9,8 +9,13 @@
 //	t.Cleanup(func() { _ = wt.Terminate(context.Background()) })
 //	c := wt.Client() // a *client.Client with the admin key
 //
-// The Worktrack image is built from a checkout with `make image`
-// (worktrack:dev); WithImage or WORKTRACK_IMAGE names another.
+// It works on a machine with a Docker engine and no image registry, with
+// no variable set (see Run): the Worktrack image is built from a checkout
+// with `make image` (worktrack:dev), and PostgreSQL's is postgres:16-alpine
+// or, when Docker does not hold that, the offline image `make test-image`
+// builds. Everything it starts is labelled, so Clean removes what a killed
+// test left behind. ServeWebhooks gives the container an endpoint in the
+// test's own process to deliver webhooks to.
 package worktracktest
 
 import (
@@ -19,13 +24,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
-	"github.com/testcontainers/testcontainers-go/network"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/worktrack/worktrack/client"
@@ -35,9 +44,22 @@ import (
 // The environment variable WORKTRACK_IMAGE overrides it, WithImage both.
 const DefaultImage = "worktrack:dev"
 
-// DefaultPostgresImage is the PostgreSQL image Run starts. The environment
-// variable WORKTRACK_POSTGRES_IMAGE overrides it, WithPostgresImage both.
+// DefaultPostgresImage is the PostgreSQL image Run starts when Docker holds
+// it or can pull it. The environment variable WORKTRACK_POSTGRES_IMAGE
+// overrides it, WithPostgresImage both.
 const DefaultPostgresImage = "postgres:16-alpine"
+
+// OfflinePostgresImage is the PostgreSQL image `make test-image` builds
+// from Debian's packages, with no registry: Run starts it when Docker holds
+// it and not DefaultPostgresImage.
+const OfflinePostgresImage = "worktrack/postgres-test:15"
+
+// Labels of everything Run starts: Label names the package, LabelPID the
+// test process, so that Clean knows what a dead process left.
+const (
+	Label    = "org.worktrack.worktracktest"
+	LabelPID = "org.worktrack.worktracktest.pid"
+)
 
 // Container is a running Worktrack and its PostgreSQL.
 type Container struct {
@@ -54,7 +76,8 @@ type Container struct {
 	// AdminEmail is that admin's email.
 	AdminEmail string
 
-	network *testcontainers.DockerNetwork
+	network   *testcontainers.DockerNetwork
+	receivers []func()
 }
 
 type options struct {
@@ -95,16 +118,34 @@ func WithCustomizers(c ...testcontainers.ContainerCustomizer) Option {
 // Run starts PostgreSQL and Worktrack on a new network, waits until
 // Worktrack answers /readyz, and returns it with its first admin's key. On
 // an error it stops what it started.
+//
+// With nothing configured it works offline (docs/client.md#worktracktest):
+// PostgreSQL is DefaultPostgresImage when Docker holds it, else
+// OfflinePostgresImage when Docker holds that. Unless the environment says
+// otherwise, and before testcontainers reads its configuration (Run must
+// then be the first testcontainers call of the process):
+// TESTCONTAINERS_RYUK_DISABLED is set to true when Docker does not hold
+// Ryuk's image (no registry to pull it from; Clean removes what a killed
+// test left instead), and TESTCONTAINERS_HOST_OVERRIDE to 127.0.0.1 when
+// the Docker engine is on this machine's socket, where the ports are
+// published (on 127.0.0.1 only). Worktrack runs with
+// WORKTRACK_WEBHOOK_ALLOW_PRIVATE=true, so it can deliver to
+// ServeWebhooks's endpoints; WithEnv can say otherwise.
 func Run(ctx context.Context, opts ...Option) (_ *Container, err error) {
-	o := options{image: DefaultImage, postgresImage: DefaultPostgresImage, adminEmail: "admin@example.com", env: map[string]string{}}
+	o := options{image: DefaultImage, adminEmail: "admin@example.com", env: map[string]string{}}
 	if image := os.Getenv("WORKTRACK_IMAGE"); image != "" {
 		o.image = image
 	}
-	if image := os.Getenv("WORKTRACK_POSTGRES_IMAGE"); image != "" {
-		o.postgresImage = image
-	}
+	o.postgresImage = os.Getenv("WORKTRACK_POSTGRES_IMAGE")
 	for _, opt := range opts {
 		opt(&o)
+	}
+	offline(ctx)
+	if o.postgresImage == "" {
+		o.postgresImage = DefaultPostgresImage
+		if !imagePresent(ctx, DefaultPostgresImage) && imagePresent(ctx, OfflinePostgresImage) {
+			o.postgresImage = OfflinePostgresImage
+		}
 	}
 	c := &Container{AdminEmail: o.adminEmail}
 	defer func() {
@@ -113,21 +154,24 @@ func Run(ctx context.Context, opts ...Option) (_ *Container, err error) {
 		}
 	}()
 
-	if c.network, err = network.New(ctx); err != nil {
+	if c.network, err = tcnetwork.New(ctx, tcnetwork.WithLabels(labels())); err != nil {
 		return nil, fmt.Errorf("network: %w", err)
 	}
 	c.Postgres, err = tcpostgres.Run(ctx, o.postgresImage,
 		tcpostgres.WithDatabase("worktrack"), tcpostgres.WithUsername("worktrack"), tcpostgres.WithPassword("worktrack"),
 		tcpostgres.BasicWaitStrategies(),
-		network.WithNetwork([]string{"postgres"}, c.network))
+		testcontainers.WithLabels(labels()),
+		loopbackPorts("5432/tcp"),
+		tcnetwork.WithNetwork([]string{"postgres"}, c.network))
 	if err != nil {
 		return nil, fmt.Errorf("postgres (%s): %w", o.postgresImage, err)
 	}
 
 	env := map[string]string{ //nolint:gosec // the throwaway test database's, on the containers' own network
-		"DATABASE_URL":              "postgres://worktrack:worktrack@postgres:5432/worktrack?sslmode=disable",
-		"WORKTRACK_BOOTSTRAP_EMAIL": o.adminEmail,
-		"WORKTRACK_LOG_FORMAT":      "json", // the first admin's key is one record's api_key
+		"DATABASE_URL":                    "postgres://worktrack:worktrack@postgres:5432/worktrack?sslmode=disable",
+		"WORKTRACK_BOOTSTRAP_EMAIL":       o.adminEmail,
+		"WORKTRACK_LOG_FORMAT":            "json", // the first admin's key is one record's api_key
+		"WORKTRACK_WEBHOOK_ALLOW_PRIVATE": "true", // ServeWebhooks' endpoints are on a private address
 	}
 	for k, v := range o.env {
 		env[k] = v
@@ -135,7 +179,9 @@ func Run(ctx context.Context, opts ...Option) (_ *Container, err error) {
 	customizers := append([]testcontainers.ContainerCustomizer{
 		testcontainers.WithExposedPorts("8080/tcp"),
 		testcontainers.WithEnv(env),
-		network.WithNetwork([]string{"worktrack"}, c.network),
+		testcontainers.WithLabels(labels()),
+		loopbackPorts("8080/tcp"),
+		tcnetwork.WithNetwork([]string{"worktrack"}, c.network),
 		testcontainers.WithWaitStrategy(wait.ForHTTP("/readyz").WithPort("8080/tcp").WithStartupTimeout(2 * time.Minute)),
 	}, o.customizers...)
 	wt, err := testcontainers.Run(ctx, o.image, customizers...)
@@ -154,6 +200,24 @@ func Run(ctx context.Context, opts ...Option) (_ *Container, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// labels are the labels of everything this process starts.
+func labels() map[string]string {
+	return map[string]string{Label: "true", LabelPID: strconv.Itoa(os.Getpid())}
+}
+
+// loopbackPorts publishes ports on 127.0.0.1 only, on ports Docker picks:
+// nothing a test starts is reachable from another machine.
+func loopbackPorts(ports ...string) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		if hc.PortBindings == nil {
+			hc.PortBindings = network.PortMap{}
+		}
+		for _, p := range ports {
+			hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1")}}
+		}
+	})
 }
 
 // adminKey reads the first admin's key from Worktrack's log: the one
@@ -186,8 +250,13 @@ func (c *Container) Client(opts ...client.Option) *client.Client {
 	return client.New(c.URL, c.AdminKey, opts...)
 }
 
-// Terminate stops and removes both containers and the network.
+// Terminate stops the endpoints of ServeWebhooks, stops and removes both
+// containers and the network.
 func (c *Container) Terminate(ctx context.Context) error {
+	for _, stop := range c.receivers {
+		stop()
+	}
+	c.receivers = nil
 	var errs []error
 	if c.Container != nil {
 		errs = append(errs, testcontainers.TerminateContainer(c.Container))

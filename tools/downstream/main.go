@@ -1,6 +1,8 @@
 // Command downstream uses the Worktrack Go client as an integration
 // would: WORKTRACK_URL and WORKTRACK_KEY (an admin's) name the server. It
-// prints "downstream: ok" when every step did what the API documents.
+// prints "downstream: ok" when every step did what the API documents. Its
+// test (downstream_test.go) runs the same steps against a Worktrack that
+// worktracktest starts.
 package main
 
 import (
@@ -43,7 +45,7 @@ func run(ctx context.Context, c *client.Client) error {
 	}
 	b, err := c.Tasks.Create(once, p.ID, client.TaskCreate{Title: "Write the announcement", AssigneeID: nullable.NewNullableWithValue(me.ID)})
 	if err != nil || b.ID != a.ID {
-		return fmt.Errorf("the same create again: %v, %v", b, err)
+		return fmt.Errorf("the same create again: %v, %w", b, err)
 	}
 	if _, err := c.Tasks.CreateMany(ctx, p.ID, []client.TaskCreate{{Title: "Book the hall"}, {Title: "Print posters"}}); err != nil {
 		return fmt.Errorf("create many: %w", err)
@@ -63,7 +65,7 @@ func run(ctx context.Context, c *client.Client) error {
 	}
 	counts, err := c.Tasks.Count(ctx, client.TaskCountParams{GroupBy: "status", TaskListParams: client.TaskListParams{ProjectIDs: []string{p.ID}}})
 	if err != nil || counts.Total != 3 {
-		return fmt.Errorf("count: %+v %v", counts, err)
+		return fmt.Errorf("count: %+v %w", counts, err)
 	}
 	if err := c.Tasks.Delete(ctx, a.ID); err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -71,7 +73,7 @@ func run(ctx context.Context, c *client.Client) error {
 	_, err = c.Tasks.Get(ctx, a.ID)
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) || apiErr.Code != "resource_not_found" || apiErr.RequestID == "" {
-		return fmt.Errorf("get a deleted task: %v", err)
+		return fmt.Errorf("get a deleted task: %w", err)
 	}
 	events := 0
 	for e, err := range c.Events.List(ctx, client.EventListParams{ProjectID: p.ID}) {
