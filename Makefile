@@ -36,7 +36,14 @@ GOLANGCI_LINT         := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # The files gqlgen and oapi-codegen own or read; check-generate fails when
 # they drift.
-GENERATED_PATHS := graph schema.graphql gqlgen.yml client/types.gen.go client/oapi-codegen.yaml adapters/rest/openapi.yaml
+GENERATED_PATHS := graph schema.graphql gqlgen.yml client/types.gen.go client/oapi-codegen.yaml client/oapi-overlay.yaml adapters/rest/openapi.yaml
+
+# The repository holds three Go modules, tied by go.work: the server (.), the
+# Go client (client) and its testcontainers module (client/worktracktest), so
+# that a program using the client requires neither the server's modules nor
+# testcontainers (docs/client.md). Every go command that walks packages names
+# all three.
+PACKAGES := ./... ./client/... ./client/worktracktest/...
 
 .DEFAULT_GOAL := help
 
@@ -90,11 +97,14 @@ test: ## run every test with the race detector (extra flags: TESTFLAGS=...); say
 		export TESTCONTAINERS_HOST_OVERRIDE='$(TC_HOST_OVERRIDE)'; \
 	fi; \
 	$(GO) build -o $(BIN)/testsummary ./tools/testsummary && \
-	$(TEST_GOFLAGS) $(GO) test -race -count=1 -json $(NO_CONTAINER_FLAGS) $(TESTFLAGS) ./... 2>&1 | tee $(TEST_JSON) | $(BIN)/testsummary
+	$(TEST_GOFLAGS) $(GO) test -race -count=1 -json $(NO_CONTAINER_FLAGS) $(TESTFLAGS) $(PACKAGES) 2>&1 | tee $(TEST_JSON) | $(BIN)/testsummary
 
 # NO_CONTAINER_TESTS=1 leaves out of make test the tests that start a
 # PostgreSQL container of their own (CI runs them in make test-containers).
-NO_CONTAINER_FLAGS = $(if $(NO_CONTAINER_TESTS),-skip '^($(subst $(space),|,$(strip $(OWN_PG_TESTS))))$$')
+# So do worktracktest's Docker tests (CI runs them in make
+# test-client-containers, once the image is built).
+CLIENT_CONTAINER_TESTS := TestRun TestCleanRemovesWhatAKilledTestLeft TestDownstreamModule
+NO_CONTAINER_FLAGS = $(if $(NO_CONTAINER_TESTS),-skip '^($(subst $(space),|,$(strip $(OWN_PG_TESTS) $(CLIENT_CONTAINER_TESTS))))$$')
 
 # Where the last make test's time went: every package's wall time and the
 # TOP slowest tests, read from the go test -json it kept in bin/test.json.
@@ -152,25 +162,31 @@ test-containers: ## the tests that need Docker: the testcontainers path and the 
 	echo '$(GO) test -race -count=1 -run '"'"'^($(CONTAINER_TESTS))$$'"'"' $(TESTFLAGS) $(CONTAINER_PACKAGES)'; \
 	$(TEST_GOFLAGS) $(GO) test -race -count=1 -run '^($(CONTAINER_TESTS))$$' $(TESTFLAGS) $(CONTAINER_PACKAGES)
 
-# client/worktracktest's own tests start IMAGE (make image) with a PostgreSQL
-# through testcontainers, drive it with the client, and run tools/downstream
-# (a module of its own) against it. Offline, the PostgreSQL is make
-# test-image's and Ryuk is off (its image comes from a registry).
-test-client-containers: ## client/worktracktest against IMAGE (make image first) and tools/downstream through it
-	@if [ -z "$${TESTCONTAINERS_HOST_OVERRIDE+set}" ] && [ -n '$(TC_HOST_OVERRIDE)' ]; then \
-		export TESTCONTAINERS_HOST_OVERRIDE='$(TC_HOST_OVERRIDE)'; \
-	fi; \
-	export WORKTRACK_IMAGE='$(IMAGE)' WORKTRACK_REQUIRE_DOCKER=1 \
-		WORKTRACK_POSTGRES_IMAGE="$${WORKTRACK_POSTGRES_IMAGE:-$(TEST_PG_IMAGE)}" \
-		TESTCONTAINERS_RYUK_DISABLED="$${TESTCONTAINERS_RYUK_DISABLED:-true}"; \
-	$(TEST_GOFLAGS) $(GO) test -count=1 -v -run '^(TestRun|TestDownstreamProgram)$$' ./client/worktracktest
+# client/worktracktest's own tests start IMAGE (make image) with a
+# PostgreSQL through testcontainers and drive it with the client; one kills a
+# test process and checks that Clean removes what it left; one copies
+# tools/downstream out of the repository and runs its test there. They set
+# no TESTCONTAINERS_* variable: worktracktest works offline by itself
+# (Ryuk off without its image, the offline PostgreSQL of make test-image,
+# the host of a local engine).
+test-client-containers: ## client/worktracktest against IMAGE (make image and make test-image first), and a downstream module through it
+	@env -u TESTCONTAINERS_HOST_OVERRIDE -u TESTCONTAINERS_RYUK_DISABLED -u WORKTRACK_POSTGRES_IMAGE \
+		WORKTRACK_IMAGE='$(IMAGE)' WORKTRACK_REQUIRE_DOCKER=1 \
+		$(GO) test -count=1 -v -run '^($(subst $(space),|,$(CLIENT_CONTAINER_TESTS)))$$' ./client/worktracktest
 
-clean-containers: ## remove PostgreSQL test containers left by test binaries that died
-	@ids="$$(docker ps -aq --filter label=org.worktrack.storetest)"; \
-	if [ -n "$$ids" ]; then echo "removing $$ids"; docker rm -f $$ids >/dev/null; fi
+# Containers and networks that test binaries which died left behind: the
+# PostgreSQL of storetest, and whatever worktracktest started (its Clean
+# removes those of dead processes only; this removes them all, so run it
+# when no test runs).
+clean-containers: ## remove the test containers and networks that test binaries which died left behind
+	@ids="$$(docker ps -aq --filter label=org.worktrack.storetest) $$(docker ps -aq --filter label=org.worktrack.worktracktest)"; \
+	if [ -n "$${ids// /}" ]; then echo "removing containers $$ids"; docker rm -f $$ids >/dev/null; fi; \
+	nets="$$(docker network ls -q --filter label=org.worktrack.worktracktest)"; \
+	if [ -n "$$nets" ]; then echo "removing networks $$nets"; docker network rm $$nets >/dev/null; fi
 
 lint: fmt-check lint-tool ## gofmt check, then golangci-lint with .golangci.yml
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run $(PACKAGES)
+	cd tools/downstream && GOWORK=off $(GOLANGCI_LINT) run ./...
 
 lint-tool: ## build the pinned golangci-lint into TOOLS_CACHE (~/.cache/worktrack/tools) when missing
 	@if [ ! -x '$(GOLANGCI_LINT)' ]; then \
@@ -283,7 +299,7 @@ check-generate: ## fail when regenerating changes or adds generated files (graph
 	fi
 
 bench: ## run the benchmarks (no tests)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem $(PACKAGES)
 
 load: build ## load harness: Worktrack vs ../shared/perf/reference under wrk (LOAD_QUICK=1, LOAD_SCENARIOS=a,b, LOAD_KEEP=1; docs/performance.md)
 	GO=$(GO) $(GO) run ./tools/load
