@@ -123,9 +123,13 @@ func Bearer(h string) string {
 	return strings.TrimSpace(token)
 }
 
-// authenticate resolves the request's key (Authenticate) or aborts.
+// authenticate resolves the request's key (Authenticate) or aborts. The
+// request's context carries from here what the audit log keeps of it
+// (ports.RequestInfo): its client address, user agent and id.
 func (s *Edge) authenticate(c *gin.Context, render Renderer) {
-	actor, blockedUntil, err := s.resolveKey(c.Request.Context(), c.ClientIP(), Bearer(c.GetHeader("Authorization")))
+	ip := c.ClientIP()
+	ctx := ports.WithRequestInfo(c.Request.Context(), ports.RequestInfo{IP: ip, UserAgent: c.Request.UserAgent(), RequestID: RequestID(c)})
+	actor, blockedUntil, err := s.resolveKey(ctx, ip, Bearer(c.GetHeader("Authorization")))
 	if err != nil {
 		if !blockedUntil.IsZero() {
 			setRetryAfter(c, blockedUntil, s.opts.Clock.Now())
@@ -134,7 +138,7 @@ func (s *Edge) authenticate(c *gin.Context, render Renderer) {
 		return
 	}
 	c.Set(actorKey, actor)
-	c.Request = c.Request.WithContext(ports.WithDBScope(c.Request.Context(), actor.WorkspaceID))
+	c.Request = c.Request.WithContext(ports.WithDBScope(ctx, actor.WorkspaceID))
 	c.Next()
 }
 

@@ -133,7 +133,7 @@ func TestWebhookRolledBackChangeRecordsNothing(t *testing.T) {
 			Tx: failAfter{db}, Clock: e.Clock, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(),
 			Projects: db.Projects(), Tasks: db.Tasks(), Webhooks: db.Webhooks(), EventLog: db.Events(),
 			Deliveries: db.Deliveries(), Payloads: wire.Payloads{}, Addresses: webhook.AddressChecker{AllowPrivate: true},
-			EventWatch: db, Answers: db.Idempotency(),
+			EventWatch: db, Answers: db.Idempotency(), Audit: db.Audit(),
 		}, app.Options{})
 		actor := domain.Actor{UserID: e.Member.User.ID, WorkspaceID: e.Workspace.ID, Role: domain.RoleMember}
 		ctx := context.Background()

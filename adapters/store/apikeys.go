@@ -128,6 +128,19 @@ func (s *APIKeyStore) FindAPIKeyByHash(ctx context.Context, hash string) (domain
 	return k, u, nil
 }
 
+// FindAPIKeyByPrefix returns a key whose secret begins with prefix, or
+// resource_not_found.
+func (s *APIKeyStore) FindAPIKeyByPrefix(ctx context.Context, prefix string) (domain.APIKey, error) {
+	var rows []apiKeyRow
+	if err := s.db.conn(ctx).Where("prefix = ?", prefix).Order("created_at, id").Limit(1).Find(&rows).Error; err != nil {
+		return domain.APIKey{}, fmt.Errorf("store: find api key by prefix: %w", err)
+	}
+	if len(rows) == 0 {
+		return domain.APIKey{}, &domain.Error{Code: domain.CodeNotFound, Message: "No such api_key"}
+	}
+	return apiKeyFromRow(rows[0])
+}
+
 // FindAPIKeyByID returns resource_not_found when absent.
 func (s *APIKeyStore) FindAPIKeyByID(ctx context.Context, id string) (domain.APIKey, error) {
 	var row apiKeyRow

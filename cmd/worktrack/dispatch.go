@@ -42,7 +42,7 @@ func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, 
 	}
 	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate})
 	deps := a.DispatcherDeps(sender, ddb)
-	deps.Tx, deps.Deliveries, deps.Webhooks, deps.EventLog = ddb, ddb.Deliveries(), ddb.Webhooks(), ddb.Events()
+	deps.Tx, deps.Deliveries, deps.Webhooks, deps.EventLog, deps.Audit = ddb, ddb.Deliveries(), ddb.Webhooks(), ddb.Events(), ddb.Audit()
 	d := app.NewDispatcher(deps, app.DispatcherOptions{
 		Policy: domain.RetryPolicy{
 			Base: cfg.WebhookBackoffBase, Max: cfg.WebhookBackoffMax, Window: cfg.WebhookRetryWindow,

@@ -24,6 +24,7 @@ type AdminDeps struct {
 	Keys       ports.APIKeyStore
 	Projects   ports.ProjectStore
 	Auth       *Auth
+	Audit      auditLog
 }
 
 // NewAdmin makes the operator's use cases.
@@ -40,16 +41,30 @@ func NewAdmin(d AdminDeps) *Admin {
 
 // CreateWorkspace makes a workspace.
 func (s *Admin) CreateWorkspace(ctx context.Context, name string) (domain.Workspace, error) {
+	return s.createWorkspace(ctx, name, operatorActor(ctx))
+}
+
+func (s *Admin) createWorkspace(ctx context.Context, name string, by domain.AuditActor) (domain.Workspace, error) {
 	w, err := domain.NewWorkspace(s.d.IDs.NewID(domain.PrefixWorkspace), name, s.d.Clock.Now())
 	if err != nil {
 		return domain.Workspace{}, err
 	}
-	return w, s.d.Workspaces.CreateWorkspace(ctx, w)
+	return w, s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Workspaces.CreateWorkspace(ctx, w); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, w.ID, domain.AuditWorkspaceCreated, by,
+			domain.AuditTarget{Type: domain.AuditTargetWorkspace, ID: w.ID}, domain.ChangesWorkspaceCreated(w))
+	})
 }
 
 // CreateUser adds a user to a workspace; resource_not_found for an unknown
 // workspace (param workspace), resource_already_exists for a taken email.
 func (s *Admin) CreateUser(ctx context.Context, workspaceID, email, name string, role domain.Role) (domain.User, error) {
+	return s.createUser(ctx, workspaceID, email, name, role, operatorActor(ctx))
+}
+
+func (s *Admin) createUser(ctx context.Context, workspaceID, email, name string, role domain.Role, by domain.AuditActor) (domain.User, error) {
 	if _, err := s.d.Workspaces.FindWorkspaceByID(ctx, workspaceID); err != nil {
 		return domain.User{}, err
 	}
@@ -57,18 +72,33 @@ func (s *Admin) CreateUser(ctx context.Context, workspaceID, email, name string,
 	if err != nil {
 		return domain.User{}, err
 	}
-	return u, s.d.Users.CreateUser(ctx, u)
+	return u, s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Users.CreateUser(ctx, u); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, workspaceID, domain.AuditUserCreated, by,
+			domain.AuditTarget{Type: domain.AuditTargetUser, ID: u.ID}, domain.ChangesUserCreated(u))
+	})
 }
 
 // CreateKey makes an API key for a user, as the API would (the same rules
 // and the same cap of keys per user), and returns its secret, which is never
 // shown again.
 func (s *Admin) CreateKey(ctx context.Context, userID string, in domain.APIKeyFields) (domain.APIKey, string, error) {
+	return s.createKey(ctx, userID, in, operatorActor(ctx))
+}
+
+func (s *Admin) createKey(ctx context.Context, userID string, in domain.APIKeyFields, by domain.AuditActor) (domain.APIKey, string, error) {
 	u, err := s.findUser(ctx, userID)
 	if err != nil {
 		return domain.APIKey{}, "", err
 	}
-	return createKey(ctx, keyDeps{Tx: s.d.Tx, Clock: s.d.Clock, IDs: s.d.IDs, Keys: s.d.Keys, Users: s.d.Users, Projects: s.d.Projects}, u, in)
+	return createKey(ctx, s.keyDeps(), u, in, by)
+}
+
+// keyDeps are the ports the key use cases shared with the API need.
+func (s *Admin) keyDeps() keyDeps {
+	return keyDeps{Tx: s.d.Tx, Clock: s.d.Clock, IDs: s.d.IDs, Keys: s.d.Keys, Users: s.d.Users, Projects: s.d.Projects, Audit: s.d.Audit}
 }
 
 // ListWorkspaces lists every workspace, oldest first.
@@ -143,7 +173,7 @@ func (s *Admin) ListKeys(ctx context.Context, userID string) ([]domain.APIKey, e
 // RevokeKey revokes a key. It stops working at once in this process and
 // within the key cache TTL in every other.
 func (s *Admin) RevokeKey(ctx context.Context, id string) (domain.APIKey, error) {
-	k, err := s.d.Keys.RevokeAPIKey(ctx, id, domain.Timestamp(s.d.Clock.Now()))
+	k, err := revokeKey(ctx, s.keyDeps(), id, operatorActor(ctx))
 	if err != nil {
 		return domain.APIKey{}, err
 	}
@@ -162,7 +192,17 @@ func (s *Admin) SetRole(ctx context.Context, userID string, role domain.Role) (d
 	if err != nil {
 		return domain.User{}, err
 	}
-	if err := s.d.Users.SetUserRole(ctx, u.WorkspaceID, u.ID, role); err != nil {
+	if u.Role == role {
+		return u, nil
+	}
+	err = s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Users.SetUserRole(ctx, u.WorkspaceID, u.ID, role); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, u.WorkspaceID, domain.AuditUserRoleChanged, operatorActor(ctx),
+			domain.AuditTarget{Type: domain.AuditTargetUser, ID: u.ID}, domain.ChangesRoleChanged(u.Role, role))
+	})
+	if err != nil {
 		return domain.User{}, err
 	}
 	s.d.Auth.forgetUser(u.ID)
@@ -183,15 +223,15 @@ func (s *Admin) Bootstrap(ctx context.Context, email string) (created bool, key 
 		if err != nil || n > 0 {
 			return err
 		}
-		w, err := s.CreateWorkspace(ctx, "Default")
+		w, err := s.createWorkspace(ctx, "Default", systemActor)
 		if err != nil {
 			return err
 		}
-		u, err := s.CreateUser(ctx, w.ID, email, "Admin", domain.RoleAdmin)
+		u, err := s.createUser(ctx, w.ID, email, "Admin", domain.RoleAdmin, systemActor)
 		if err != nil {
 			return err
 		}
-		key, secret, err = s.CreateKey(ctx, u.ID, domain.APIKeyFields{Name: domain.Set("bootstrap")})
+		key, secret, err = s.createKey(ctx, u.ID, domain.APIKeyFields{Name: domain.Set("bootstrap")}, systemActor)
 		created = err == nil
 		return err
 	})

@@ -26,6 +26,7 @@ type keyDeps struct {
 	Users    ports.UserStore
 	Projects ports.ProjectStore
 	Answers  ports.AnswerStore
+	Audit    auditLog
 }
 
 // NewAPIKeys makes the key use cases; auth is this process's key resolver,
@@ -174,7 +175,7 @@ func (s *APIKeys) Create(ctx context.Context, a domain.Actor, in domain.APIKeyFi
 	if err != nil {
 		return domain.APIKey{}, "", err
 	}
-	return createKey(ctx, s.d, u, in, func(k domain.APIKey) error { return noEscalation(a, k) })
+	return createKey(ctx, s.d, u, in, auditActor(ctx, a), func(k domain.APIKey) error { return noEscalation(a, k) })
 }
 
 // noEscalation refuses a key that may do more, see more projects or live
@@ -194,8 +195,9 @@ func noEscalation(a domain.Actor, k domain.APIKey) error {
 
 // createKey makes and stores a key of u: the rules of NewAPIKey, the
 // projects existing in the workspace, check (when not nil), and the cap of
-// unrevoked keys per user, counted under the user's lock.
-func createKey(ctx context.Context, d keyDeps, u domain.User, in domain.APIKeyFields, check ...func(domain.APIKey) error) (domain.APIKey, string, error) {
+// unrevoked keys per user, counted under the user's lock. Its audit record
+// names by as the actor.
+func createKey(ctx context.Context, d keyDeps, u domain.User, in domain.APIKeyFields, by domain.AuditActor, check ...func(domain.APIKey) error) (domain.APIKey, string, error) {
 	k, secret, err := domain.NewAPIKey(d.IDs.NewID(domain.PrefixAPIKey), u, in, d.Clock.Now())
 	if err != nil {
 		return domain.APIKey{}, "", err
@@ -231,7 +233,10 @@ func createKey(ctx context.Context, d keyDeps, u domain.User, in domain.APIKeyFi
 		}
 		// The answer kept for a replay shows the key without its secret:
 		// only the secret's hash is stored.
-		return commitAnswer(ctx, d.Answers, k)
+		if err := commitAnswer(ctx, d.Answers, k); err != nil {
+			return err
+		}
+		return d.Audit.record(ctx, u.WorkspaceID, domain.AuditAPIKeyCreated, by, keyTarget(k), domain.ChangesKeyCreated(k))
 	})
 	if err != nil {
 		return domain.APIKey{}, "", err
@@ -252,7 +257,35 @@ func (s *APIKeys) Update(ctx context.Context, a domain.Actor, id string, patch d
 	if err != nil || !changed {
 		return next, err
 	}
-	return next, s.d.Keys.RenameAPIKey(ctx, k.ID, next.Name)
+	return next, s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Keys.RenameAPIKey(ctx, k.ID, next.Name); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, k.WorkspaceID, domain.AuditAPIKeyRenamed, auditActor(ctx, a), keyTarget(k), domain.ChangesKeyRenamed(k, next))
+	})
+}
+
+// keyTarget names a key as an audit record's target.
+func keyTarget(k domain.APIKey) domain.AuditTarget {
+	return domain.AuditTarget{Type: domain.AuditTargetAPIKey, ID: k.ID}
+}
+
+// revokeKey revokes a key and records it, in one transaction. Revoking a
+// key revoked already changes nothing and records nothing.
+func revokeKey(ctx context.Context, d keyDeps, id string, by domain.AuditActor) (domain.APIKey, error) {
+	var k domain.APIKey
+	err := d.Tx.InTx(ctx, func(ctx context.Context) error {
+		at := domain.Timestamp(d.Clock.Now())
+		var err error
+		if k, err = d.Keys.RevokeAPIKey(ctx, id, at); err != nil {
+			return err
+		}
+		if k.RevokedAt == nil || !k.RevokedAt.Equal(at) {
+			return nil
+		}
+		return d.Audit.record(ctx, k.WorkspaceID, domain.AuditAPIKeyRevoked, by, keyTarget(k), domain.ChangesKeyRevoked(k))
+	})
+	return k, err
 }
 
 // Revoke revokes a key the actor may manage; the key stays listed with
@@ -266,7 +299,7 @@ func (s *APIKeys) Revoke(ctx context.Context, a domain.Actor, id string) (domain
 	if err != nil {
 		return domain.APIKey{}, err
 	}
-	k, err = s.d.Keys.RevokeAPIKey(ctx, k.ID, domain.Timestamp(s.d.Clock.Now()))
+	k, err = revokeKey(ctx, s.d, k.ID, auditActor(ctx, a))
 	if err != nil {
 		return domain.APIKey{}, err
 	}

@@ -38,6 +38,9 @@ type Deps struct {
 	// Answers keeps the answers of keyed requests, committed with their
 	// changes.
 	Answers ports.AnswerStore
+	// Audit keeps the audit log, written in the transactions of the
+	// changes it records.
+	Audit ports.AuditStore
 }
 
 // App is the set of services both APIs call.
@@ -50,6 +53,7 @@ type App struct {
 	APIKeys  *APIKeys
 	Webhooks *Webhooks
 	Events   *Events
+	Audit    *Audit
 	// Live is the feed of subscriptions; LiveOptions configure it, and the
 	// composition root runs it (Live.Run).
 	Live *Live
@@ -64,6 +68,7 @@ type App struct {
 	payloads   ports.PayloadRenderer
 	ids        ports.IDGenerator
 	logged     *Signal // wakes the live feed after events commit
+	audit      auditLog
 }
 
 // Options tune the services; zero values take the defaults.
@@ -85,7 +90,7 @@ func New(d Deps, o Options) *App {
 		"Tx": d.Tx, "Workspaces": d.Workspaces, "Users": d.Users, "Keys": d.Keys, "Projects": d.Projects,
 		"Tasks": d.Tasks, "Webhooks": d.Webhooks, "EventLog": d.EventLog, "Deliveries": d.Deliveries,
 		"Payloads": d.Payloads, "Addresses": d.Addresses, "EventWatch": d.EventWatch,
-		"Answers": d.Answers,
+		"Answers": d.Answers, "Audit": d.Audit,
 	})
 	wake, logged := NewSignal(), NewSignal()
 	tx := hookedTx{inner: d.Tx}
@@ -93,12 +98,13 @@ func New(d Deps, o Options) *App {
 		ids: d.IDs, events: d.EventLog, deliveries: d.Deliveries,
 		payloads: d.Payloads, wake: wake, logged: logged,
 	}
-	auth := NewAuth(AuthDeps{Keys: d.Keys, Clock: d.Clock}, o.Auth)
+	audit := NewAudit(AuditDeps{Store: d.Audit, Clock: d.Clock, IDs: d.IDs})
+	auth := NewAuth(AuthDeps{Keys: d.Keys, Clock: d.Clock, Tx: tx, Audit: audit.log}, o.Auth)
 	return &App{
 		Auth:  auth,
 		Users: NewUsers(UsersDeps{Users: d.Users}),
 		Projects: NewProjects(ProjectsDeps{
-			Tx: tx, Clock: d.Clock, IDs: d.IDs, Projects: d.Projects, Events: events, Answers: d.Answers,
+			Tx: tx, Clock: d.Clock, IDs: d.IDs, Projects: d.Projects, Events: events, Answers: d.Answers, Audit: audit.log,
 		}),
 		Tasks: NewTasks(TasksDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Tasks: d.Tasks, Projects: d.Projects, Users: d.Users, Events: events,
@@ -106,18 +112,22 @@ func New(d Deps, o Options) *App {
 		}),
 		Admin: NewAdmin(AdminDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Workspaces: d.Workspaces, Users: d.Users, Keys: d.Keys, Projects: d.Projects, Auth: auth,
+			Audit: audit.log,
 		}),
 		APIKeys: NewAPIKeys(keyDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Keys: d.Keys, Users: d.Users, Projects: d.Projects, Answers: d.Answers,
+			Audit: audit.log,
 		}, auth),
 		Webhooks: NewWebhooks(WebhooksDeps{
 			Tx: tx, Clock: d.Clock, IDs: d.IDs, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
 			Addresses: d.Addresses, Wake: wake, EventLog: d.EventLog, Payloads: d.Payloads, Answers: d.Answers,
+			Audit: audit.log,
 		}),
 		Events: NewEvents(EventsDeps{Log: d.EventLog, Projects: d.Projects, Clock: d.Clock}),
+		Audit:  audit,
 		Live:   NewLive(LiveDeps{Log: d.EventLog, Projects: d.Projects, Watch: d.EventWatch}, logged, o.Live),
 		tx:     tx, clock: d.Clock, webhooks: d.Webhooks, deliveries: d.Deliveries, wake: wake,
-		eventLog: d.EventLog, payloads: d.Payloads, ids: d.IDs, logged: logged,
+		eventLog: d.EventLog, payloads: d.Payloads, ids: d.IDs, logged: logged, audit: audit.log,
 	}
 }
 

@@ -31,6 +31,10 @@ type Auth struct {
 	d     AuthDeps
 	opts  AuthOptions
 	cache *lru.Cache[string, cachedKey]
+	// failures is when this process last recorded a failed
+	// authentication of each key in the audit log (at most once a minute
+	// a key: docs/audit.md).
+	failures *lru.Cache[string, time.Time]
 }
 
 type cachedKey struct {
@@ -39,10 +43,13 @@ type cachedKey struct {
 	fetchedAt time.Time
 }
 
-// AuthDeps are the ports Auth uses.
+// AuthDeps are the ports Auth uses. Tx and Audit record the failed
+// authentications of known keys; without them none are recorded.
 type AuthDeps struct {
 	Keys  ports.APIKeyStore
 	Clock ports.Clock
+	Tx    ports.Transactor
+	Audit auditLog
 }
 
 // NewAuth makes the key resolver.
@@ -61,7 +68,11 @@ func NewAuth(d AuthDeps, o AuthOptions) *Auth {
 	if err != nil {
 		panic(err) // only for a non-positive size, excluded above
 	}
-	return &Auth{d: d, opts: o, cache: c}
+	f, err := lru.New[string, time.Time](o.CacheSize)
+	if err != nil {
+		panic(err)
+	}
+	return &Auth{d: d, opts: o, cache: c, failures: f}
 }
 
 // Authenticate returns the actor behind a bearer token. An empty token is
@@ -84,6 +95,11 @@ func (a *Auth) Authenticate(ctx context.Context, secret string) (domain.Actor, e
 		key, user, err := a.d.Keys.FindAPIKeyByHash(ctx, hash)
 		if domain.IsCode(err, domain.CodeNotFound) {
 			a.cache.Remove(hash)
+			// A secret that names a real key by its prefix, with the rest
+			// wrong: someone holds a damaged or guessed copy of that key.
+			if k, err := a.d.Keys.FindAPIKeyByPrefix(ctx, domain.KeyPrefix(secret)); err == nil {
+				a.recordFailure(ctx, k, now)
+			}
 			return domain.Actor{}, invalid
 		}
 		if err != nil {
@@ -93,6 +109,7 @@ func (a *Auth) Authenticate(ctx context.Context, secret string) (domain.Actor, e
 		a.cache.Add(hash, entry)
 	}
 	if !entry.key.Usable(now) {
+		a.recordFailure(ctx, entry.key, now)
 		if exp := entry.key.ExpiresAt; exp != nil && !now.Before(*exp) && (entry.key.RevokedAt == nil || now.Before(*entry.key.RevokedAt)) {
 			// Only the key's holder reads this: tell them to make a new
 			// key rather than hunt for a typo.
@@ -106,6 +123,39 @@ func (a *Auth) Authenticate(ctx context.Context, secret string) (domain.Actor, e
 		return domain.Actor{}, err
 	}
 	return entry.key.Actor(entry.user), nil
+}
+
+// failureEvery is the least time between two audit records of one key's
+// failed authentications.
+const failureEvery = time.Minute
+
+// recordFailure records in the audit log that a request failed to
+// authenticate with key k (a wrong secret of its prefix, or the key
+// revoked or expired), at most once a minute a key: this process skips
+// what it recorded within the minute, and the record checks the log
+// under its workspace's chain lock, so that several processes record one.
+// A failure to record is not the request's: it is answered 401 all the
+// same.
+func (a *Auth) recordFailure(ctx context.Context, k domain.APIKey, now time.Time) {
+	if a.d.Tx == nil || a.d.Audit.store == nil {
+		return
+	}
+	if last, ok := a.failures.Get(k.ID); ok && now.Sub(last) < failureEvery && !now.Before(last) {
+		return
+	}
+	a.failures.Add(k.ID, now)
+	info := ports.RequestInfoFrom(ctx)
+	actor := domain.AuditActor{Type: domain.AuditByAPIKey, UserID: k.UserID, APIKeyID: k.ID, IP: info.IP, UserAgent: info.UserAgent}
+	_ = a.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := a.d.Audit.store.LockAuditHead(ctx, k.WorkspaceID); err != nil {
+			return err
+		}
+		last, err := a.d.Audit.store.LastAuditFor(ctx, k.WorkspaceID, domain.AuditAPIKeyAuthFailed, k.ID)
+		if err != nil || (!last.IsZero() && now.Sub(last) < failureEvery) {
+			return err
+		}
+		return a.d.Audit.record(ctx, k.WorkspaceID, domain.AuditAPIKeyAuthFailed, actor, keyTarget(k), map[string]domain.AuditChange{})
+	})
 }
 
 // touch records the key's use at most once per TouchInterval. The store's

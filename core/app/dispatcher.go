@@ -90,8 +90,9 @@ type Dispatcher struct {
 	// them, many per statement (finishLoop).
 	finishes chan domain.Outcome
 	// events records the webhook.disabled events, over the dispatcher's
-	// own stores.
+	// own stores; audit their audit records.
 	events *outbox
+	audit  auditLog
 }
 
 // maxFinishBatch bounds the outcomes written by one statement.
@@ -121,6 +122,9 @@ type DispatcherDeps struct {
 	Payloads ports.PayloadRenderer
 	IDs      ports.IDGenerator
 	Logged   *Signal
+	// Audit records a webhook it disables in the audit log, in the same
+	// transaction.
+	Audit ports.AuditStore
 }
 
 // DispatcherDeps are the ports of a dispatcher over this app's stores,
@@ -133,7 +137,7 @@ func (a *App) DispatcherDeps(sender ports.WebhookSender, watcher ports.DeliveryW
 	return DispatcherDeps{
 		Tx: a.tx, Deliveries: a.deliveries, Webhooks: a.webhooks, Sender: sender, Watcher: watcher,
 		Wake: a.wake, Clock: a.clock, After: time.After,
-		EventLog: a.eventLog, Payloads: a.payloads, IDs: a.ids, Logged: a.logged,
+		EventLog: a.eventLog, Payloads: a.payloads, IDs: a.ids, Logged: a.logged, Audit: a.audit.store,
 	}
 }
 
@@ -142,6 +146,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 	mustHave(map[string]any{
 		"Tx": d.Tx, "Deliveries": d.Deliveries, "Webhooks": d.Webhooks, "Sender": d.Sender,
 		"Watcher": d.Watcher, "Clock": d.Clock, "EventLog": d.EventLog, "Payloads": d.Payloads, "IDs": d.IDs,
+		"Audit": d.Audit,
 	})
 	if d.Wake == nil || d.Logged == nil {
 		panic("app: the dispatcher needs Wake and Logged")
@@ -183,6 +188,7 @@ func NewDispatcher(d DispatcherDeps, o DispatcherOptions) *Dispatcher {
 			ids: d.IDs, events: d.EventLog, deliveries: d.Deliveries,
 			payloads: d.Payloads, wake: d.Wake, logged: d.Logged,
 		},
+		audit: auditLog{store: d.Audit, ids: d.IDs, clock: d.Clock},
 	}
 }
 

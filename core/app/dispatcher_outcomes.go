@@ -171,7 +171,10 @@ func (x *Dispatcher) disable(ctx context.Context, workspaceID, webhookID string,
 	afterCommit(ctx, func() {
 		x.log.Warn("webhook disabled", "webhook_id", webhookID, "workspace_id", workspaceID, "reason", string(reason))
 	})
-	return x.events.RecordEvent(ctx, newEvent(x.d.IDs, x.d.Clock, workspaceID, domain.EventWebhookDisabled, asEventData(next), nil))
+	if err := x.events.RecordEvent(ctx, newEvent(x.d.IDs, x.d.Clock, workspaceID, domain.EventWebhookDisabled, asEventData(next), nil)); err != nil {
+		return err
+	}
+	return recordWebhookUpdate(ctx, x.audit, systemActor, w, next)
 }
 
 // retryWrite runs write until it succeeds, for at most half the lease

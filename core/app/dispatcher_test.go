@@ -285,6 +285,51 @@ type fakePayloads struct{}
 
 func (fakePayloads) RenderEvent(domain.Event) ([]byte, error) { return []byte(`{}`), nil }
 
+// fakeAudit keeps audit records in memory: the webhooks the dispatcher
+// disables are recorded.
+type fakeAudit struct {
+	mu      sync.Mutex
+	heads   map[string]domain.AuditHead
+	records []domain.AuditEvent
+}
+
+func (f *fakeAudit) LockAuditHead(_ context.Context, ws string) (domain.AuditHead, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.heads == nil {
+		f.heads = map[string]domain.AuditHead{}
+	}
+	h, ok := f.heads[ws]
+	if !ok {
+		h = domain.AuditHead{WorkspaceID: ws}
+	}
+	return h, nil
+}
+
+func (f *fakeAudit) AppendAudit(_ context.Context, e domain.AuditEvent, head domain.AuditHead) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.records = append(f.records, e)
+	f.heads[head.WorkspaceID] = head
+	return nil
+}
+
+func (f *fakeAudit) FindAuditEvents(context.Context, ports.AuditFilter) ([]domain.AuditEvent, error) {
+	return nil, nil
+}
+
+func (f *fakeAudit) LastAuditFor(context.Context, string, domain.AuditAction, string) (time.Time, error) {
+	return time.Time{}, nil
+}
+
+func (f *fakeAudit) AuditHeads(context.Context, string) ([]domain.AuditHead, error) { return nil, nil }
+
+func (f *fakeAudit) ReadAuditChain(context.Context, string, int64, int) ([]domain.AuditEvent, error) {
+	return nil, nil
+}
+
+func (f *fakeAudit) PruneAudit(context.Context, time.Time, int) (int, error) { return 0, nil }
+
 type fakeTx struct{}
 
 func (fakeTx) InTx(ctx context.Context, fn func(ctx context.Context) error) error { return fn(ctx) }
@@ -385,7 +430,7 @@ func (r *dispatchRig) run(t *testing.T, o app.DispatcherOptions) (stop func() <-
 	d := app.NewDispatcher(app.DispatcherDeps{
 		Tx: fakeTx{}, Deliveries: r.store, Webhooks: r.webhooks, Sender: r.sender, Watcher: silentWatcher{},
 		Wake: r.wake, Clock: r.clock, After: r.clock.After,
-		EventLog: r.events, Payloads: fakePayloads{}, IDs: app.RandomIDs{}, Logged: app.NewSignal(),
+		EventLog: r.events, Payloads: fakePayloads{}, IDs: app.RandomIDs{}, Logged: app.NewSignal(), Audit: &fakeAudit{},
 	}, o)
 	r.d = d
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,6 +19,7 @@ type ProjectsDeps struct {
 	Projects ports.ProjectStore
 	Events   ports.EventRecorder
 	Answers  ports.AnswerStore
+	Audit    auditLog
 }
 
 // NewProjects makes the project use cases.
@@ -55,7 +56,11 @@ func (s *Projects) Create(ctx context.Context, a domain.Actor, in domain.Project
 		if err := s.record(ctx, a, domain.EventProjectCreated, p, nil); err != nil {
 			return err
 		}
-		return commitAnswer(ctx, s.d.Answers, p)
+		if err := commitAnswer(ctx, s.d.Answers, p); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, a.WorkspaceID, domain.AuditProjectCreated, auditActor(ctx, a),
+			domain.AuditTarget{Type: domain.AuditTargetProject, ID: p.ID}, domain.ChangesProjectCreated(p))
 	})
 	return p, err
 }
@@ -136,7 +141,14 @@ func (s *Projects) Update(ctx context.Context, a domain.Actor, id string, patch 
 		if err := s.d.Projects.UpdateProject(ctx, updated); err != nil {
 			return err
 		}
-		return s.record(ctx, a, domain.EventProjectUpdated, updated, changes)
+		if err := s.record(ctx, a, domain.EventProjectUpdated, updated, changes); err != nil {
+			return err
+		}
+		if p.Name == updated.Name {
+			return nil
+		}
+		return s.d.Audit.record(ctx, a.WorkspaceID, domain.AuditProjectRenamed, auditActor(ctx, a),
+			domain.AuditTarget{Type: domain.AuditTargetProject, ID: p.ID}, domain.ChangesProjectRenamed(p, updated))
 	})
 	return out, err
 }

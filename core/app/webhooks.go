@@ -29,6 +29,7 @@ type WebhooksDeps struct {
 	EventLog ports.EventStore
 	Payloads ports.PayloadRenderer
 	Answers  ports.AnswerStore
+	Audit    auditLog
 }
 
 // NewWebhooks makes the webhook use cases.
@@ -77,7 +78,10 @@ func (s *Webhooks) Create(ctx context.Context, a domain.Actor, in domain.Webhook
 		if err := s.d.Webhooks.CreateWebhook(ctx, w); err != nil {
 			return err
 		}
-		return commitAnswer(ctx, s.d.Answers, w)
+		if err := commitAnswer(ctx, s.d.Answers, w); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, a.WorkspaceID, domain.AuditWebhookCreated, auditActor(ctx, a), webhookTarget(w.ID), domain.ChangesWebhookCreated(w))
 	})
 	if err != nil {
 		return domain.Webhook{}, err
@@ -167,9 +171,35 @@ func (s *Webhooks) Update(ctx context.Context, a domain.Actor, id string, patch 
 			return err
 		}
 		out = next
-		return s.d.Webhooks.UpdateWebhook(ctx, next)
+		if err := s.d.Webhooks.UpdateWebhook(ctx, next); err != nil {
+			return err
+		}
+		return s.recordUpdate(ctx, auditActor(ctx, a), w, next)
 	})
 	return withoutSecret(out), err
+}
+
+// webhookTarget names a webhook as an audit record's target.
+func webhookTarget(id string) domain.AuditTarget {
+	return domain.AuditTarget{Type: domain.AuditTargetWebhook, ID: id}
+}
+
+// recordUpdate records what an update changed: webhook.disabled or
+// webhook.enabled for its active flag, webhook.updated for the rest.
+func (s *Webhooks) recordUpdate(ctx context.Context, by domain.AuditActor, before, after domain.Webhook) error {
+	return recordWebhookUpdate(ctx, s.d.Audit, by, before, after)
+}
+
+func recordWebhookUpdate(ctx context.Context, log auditLog, by domain.AuditActor, before, after domain.Webhook) error {
+	records := domain.ChangesWebhookUpdate(before, after)
+	for _, action := range []domain.AuditAction{domain.AuditWebhookDisabled, domain.AuditWebhookEnabled, domain.AuditWebhookUpdated} {
+		if changes, ok := records[action]; ok {
+			if err := log.record(ctx, after.WorkspaceID, action, by, webhookTarget(after.ID), changes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // failIfDeactivating fails the pending deliveries of a webhook that patch
@@ -198,7 +228,16 @@ func (s *Webhooks) Delete(ctx context.Context, a domain.Actor, id string) error 
 	if !domain.IsID(id, domain.PrefixWebhook) {
 		return domain.NotFound("webhook", id)
 	}
-	return s.d.Webhooks.DeleteWebhook(ctx, a.WorkspaceID, id)
+	return s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+		w, err := s.d.Webhooks.FindWebhookByID(ctx, a.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		if err := s.d.Webhooks.DeleteWebhook(ctx, a.WorkspaceID, id); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, a.WorkspaceID, domain.AuditWebhookDeleted, auditActor(ctx, a), webhookTarget(id), domain.ChangesWebhookDeleted(w))
+	})
 }
 
 // RotateSecret gives a webhook a fresh signing secret, returned once. The
@@ -229,7 +268,10 @@ func (s *Webhooks) RotateSecret(ctx context.Context, a domain.Actor, id string, 
 		if err := s.d.Webhooks.UpdateWebhook(ctx, out); err != nil {
 			return err
 		}
-		return commitAnswer(ctx, s.d.Answers, shownRotated(out))
+		if err := commitAnswer(ctx, s.d.Answers, shownRotated(out)); err != nil {
+			return err
+		}
+		return s.d.Audit.record(ctx, a.WorkspaceID, domain.AuditWebhookRotated, auditActor(ctx, a), webhookTarget(id), domain.ChangesWebhookRotated(w, out))
 	})
 	return shownRotated(out), err
 }

@@ -177,6 +177,15 @@ func HashSecret(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// KeyPrefix is the prefix a secret shows (APIKey.Prefix): its first
+// PrefixLength characters.
+func KeyPrefix(secret string) string {
+	if len(secret) < PrefixLength {
+		return secret
+	}
+	return secret[:PrefixLength]
+}
+
 // WellFormedSecret reports whether s has the shape of a key secret, so that
 // malformed tokens are refused without a database round trip.
 func WellFormedSecret(s string) bool {

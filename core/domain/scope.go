@@ -23,12 +23,13 @@ const (
 	ScopeEventsRead    Scope = "events:read"
 	ScopeAPIKeysRead   Scope = "api_keys:read" //nolint:gosec // a scope's name, not a credential
 	ScopeAPIKeysWrite  Scope = "api_keys:write"
+	ScopeAuditRead     Scope = "audit:read"
 )
 
 // Scopes lists every scope but "*", in the order docs/keys.md gives them.
 var Scopes = []Scope{
 	ScopeUsersRead, ScopeProjectsRead, ScopeProjectsWrite, ScopeTasksRead, ScopeTasksWrite,
-	ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead, ScopeAPIKeysRead, ScopeAPIKeysWrite,
+	ScopeWebhooksRead, ScopeWebhooksWrite, ScopeEventsRead, ScopeAPIKeysRead, ScopeAPIKeysWrite, ScopeAuditRead,
 }
 
 // CodeInsufficientScope: the call needs a scope the key does not have.
@@ -40,7 +41,7 @@ func (s Scope) minimumRole() Role {
 	switch s {
 	case ScopeProjectsWrite, ScopeTasksWrite:
 		return RoleMember
-	case ScopeWebhooksRead, ScopeWebhooksWrite:
+	case ScopeWebhooksRead, ScopeWebhooksWrite, ScopeAuditRead:
 		return RoleAdmin
 	}
 	return RoleGuest

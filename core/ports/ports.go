@@ -96,6 +96,10 @@ type APIKeyStore interface {
 	// resource_not_found. Revoked and expired keys are returned too; the
 	// caller decides.
 	FindAPIKeyByHash(ctx context.Context, hash string) (domain.APIKey, domain.User, error)
+	// FindAPIKeyByPrefix returns the key whose secret begins with prefix
+	// (domain.KeyPrefix), or resource_not_found; with several (a prefix is
+	// 47 random bits, so practically never), any one.
+	FindAPIKeyByPrefix(ctx context.Context, prefix string) (domain.APIKey, error)
 	// FindAPIKeyByID returns resource_not_found when absent.
 	FindAPIKeyByID(ctx context.Context, id string) (domain.APIKey, error)
 	// FindAPIKeysByUser lists a user's keys, oldest first.

@@ -16,6 +16,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 	"github.com/worktrack/worktrack/graph"
 )
 
@@ -170,6 +171,9 @@ func (h *wsHandler) init(ctx context.Context, p transport.InitPayload) (context.
 		}
 	}
 	secret := httpedge.Bearer(header)
+	// What the audit log keeps of the socket's requests: its address, user
+	// agent and the upgrade's request id.
+	ctx = ports.WithRequestInfo(ctx, ports.RequestInfo{IP: s.gin.ClientIP(), UserAgent: s.gin.Request.UserAgent(), RequestID: httpedge.RequestID(s.gin)})
 	who, err := h.edge.Authenticate(ctx, s.gin.ClientIP(), secret)
 	if err == nil {
 		err = h.sockets.initialised(s, who)

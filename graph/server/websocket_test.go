@@ -43,7 +43,7 @@ func newSocketEnv(t *testing.T) *socketEnv {
 	a := app.New(app.Deps{
 		Tx: db, Workspaces: db.Workspaces(), Users: db.Users(), Keys: db.APIKeys(), Projects: db.Projects(),
 		Tasks: db.Tasks(), Webhooks: db.Webhooks(), EventLog: db.Events(), Deliveries: db.Deliveries(),
-		Payloads: wire.Payloads{}, Addresses: webhook.AddressChecker{}, EventWatch: db, Answers: db.Idempotency(),
+		Payloads: wire.Payloads{}, Addresses: webhook.AddressChecker{}, EventWatch: db, Answers: db.Idempotency(), Audit: db.Audit(),
 	}, app.Options{})
 	edge := httpedge.New(a.Auth, httpedge.Options{
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Limiter: ratelimit.NewMemory(), Ready: db.Ping,

@@ -44,6 +44,7 @@ func App(db *store.DB, c Core) *app.App {
 		Addresses:  webhook.AddressChecker{AllowPrivate: c.AllowPrivateWebhooks},
 		EventWatch: db,
 		Answers:    db.Idempotency(),
+		Audit:      db.Audit(),
 	}, app.Options{Live: c.Live})
 }
 
