@@ -57,6 +57,7 @@ type Client struct {
 	Webhooks *WebhooksService
 	APIKeys  *APIKeysService
 	Events   *EventsService
+	Audit    *AuditService
 }
 
 // Option configures a Client.
@@ -112,6 +113,7 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.Webhooks = &WebhooksService{c}
 	c.APIKeys = &APIKeysService{c}
 	c.Events = &EventsService{c}
+	c.Audit = &AuditService{c}
 	return c
 }
 

@@ -257,3 +257,25 @@ func ExampleWithRetryUntilDeadline() {
 	fmt.Println(p.Key)
 	// Output: PATIENT
 }
+
+// The audit log: who did what to a key, newest first (admins, audit:read).
+func ExampleAuditService_List() {
+	ctx := context.Background()
+	c := client.New(serverURL, adminKey)
+	k, err := c.APIKeys.Create(ctx, client.APIKeyCreate{Name: "laptop"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := c.APIKeys.Revoke(ctx, k.ID); err != nil {
+		log.Fatal(err)
+	}
+	for e, err := range c.Audit.List(ctx, client.AuditListParams{TargetID: k.ID}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(e.Action, e.Actor.Type, e.Target.ID == k.ID)
+	}
+	// Output:
+	// api_key.revoked api_key true
+	// api_key.created api_key true
+}

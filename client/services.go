@@ -444,3 +444,32 @@ func failed[T any](err error) iter.Seq2[T, error] {
 		yield(zero, err)
 	}
 }
+
+// AuditService reads the workspace's audit log (admins, with the audit:read
+// scope): who changed a key, a role, a webhook or a project, when and from
+// where (docs/audit.md).
+type AuditService struct{ c *Client }
+
+// AuditListParams filter the audit log; together they AND.
+type AuditListParams struct {
+	ListParams
+	// Actions keeps the records of these actions.
+	Actions []AuditEventAction
+	// ActorID keeps the records made by a user (usr_…) or an API key (key_…).
+	ActorID string
+	// TargetID keeps the records about a resource.
+	TargetID string
+	// CreatedAfter and CreatedBefore bound the records' times (exclusive).
+	CreatedAfter, CreatedBefore *time.Time
+}
+
+// List iterates over the audit log, newest first.
+func (s *AuditService) List(ctx context.Context, p AuditListParams) iter.Seq2[AuditEvent, error] {
+	q := p.query()
+	joined(q, "action", p.Actions)
+	q.str("actor_id", p.ActorID)
+	q.str("target_id", p.TargetID)
+	q.time("created_after", p.CreatedAfter)
+	q.time("created_before", p.CreatedBefore)
+	return list[AuditEvent](ctx, s.c, "/v1/audit_events", toValues(q))
+}

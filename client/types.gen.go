@@ -55,6 +55,147 @@ func (e APIKeyWithSecretObject) Valid() bool {
 	}
 }
 
+// Defines values for AuditEventAction.
+const (
+	AuditEventActionAPIKeyAuthenticationFailed AuditEventAction = "api_key.authentication_failed"
+	AuditEventActionAPIKeyCreated              AuditEventAction = "api_key.created"
+	AuditEventActionAPIKeyRenamed              AuditEventAction = "api_key.renamed"
+	AuditEventActionAPIKeyRevoked              AuditEventAction = "api_key.revoked"
+	AuditEventActionProjectCreated             AuditEventAction = "project.created"
+	AuditEventActionProjectRenamed             AuditEventAction = "project.renamed"
+	AuditEventActionUserCreated                AuditEventAction = "user.created"
+	AuditEventActionUserRoleChanged            AuditEventAction = "user.role_changed"
+	AuditEventActionWebhookCreated             AuditEventAction = "webhook.created"
+	AuditEventActionWebhookDeleted             AuditEventAction = "webhook.deleted"
+	AuditEventActionWebhookDisabled            AuditEventAction = "webhook.disabled"
+	AuditEventActionWebhookEnabled             AuditEventAction = "webhook.enabled"
+	AuditEventActionWebhookSecretRotated       AuditEventAction = "webhook.secret_rotated"
+	AuditEventActionWebhookUpdated             AuditEventAction = "webhook.updated"
+	AuditEventActionWorkspaceCreated           AuditEventAction = "workspace.created"
+	AuditEventActionWorkspaceImported          AuditEventAction = "workspace.imported"
+)
+
+// Valid indicates whether the value is a known member of the AuditEventAction enum.
+func (e AuditEventAction) Valid() bool {
+	switch e {
+	case AuditEventActionAPIKeyAuthenticationFailed:
+		return true
+	case AuditEventActionAPIKeyCreated:
+		return true
+	case AuditEventActionAPIKeyRenamed:
+		return true
+	case AuditEventActionAPIKeyRevoked:
+		return true
+	case AuditEventActionProjectCreated:
+		return true
+	case AuditEventActionProjectRenamed:
+		return true
+	case AuditEventActionUserCreated:
+		return true
+	case AuditEventActionUserRoleChanged:
+		return true
+	case AuditEventActionWebhookCreated:
+		return true
+	case AuditEventActionWebhookDeleted:
+		return true
+	case AuditEventActionWebhookDisabled:
+		return true
+	case AuditEventActionWebhookEnabled:
+		return true
+	case AuditEventActionWebhookSecretRotated:
+		return true
+	case AuditEventActionWebhookUpdated:
+		return true
+	case AuditEventActionWorkspaceCreated:
+		return true
+	case AuditEventActionWorkspaceImported:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditEventActorType.
+const (
+	AuditEventActorTypeAPIKey   AuditEventActorType = "api_key"
+	AuditEventActorTypeOperator AuditEventActorType = "operator"
+	AuditEventActorTypeSystem   AuditEventActorType = "system"
+	AuditEventActorTypeUser     AuditEventActorType = "user"
+)
+
+// Valid indicates whether the value is a known member of the AuditEventActorType enum.
+func (e AuditEventActorType) Valid() bool {
+	switch e {
+	case AuditEventActorTypeAPIKey:
+		return true
+	case AuditEventActorTypeOperator:
+		return true
+	case AuditEventActorTypeSystem:
+		return true
+	case AuditEventActorTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditEventObject.
+const (
+	AuditEventObjectAuditEvent AuditEventObject = "audit_event"
+)
+
+// Valid indicates whether the value is a known member of the AuditEventObject enum.
+func (e AuditEventObject) Valid() bool {
+	switch e {
+	case AuditEventObjectAuditEvent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditEventTargetType.
+const (
+	AuditEventTargetTypeAPIKey    AuditEventTargetType = "api_key"
+	AuditEventTargetTypeProject   AuditEventTargetType = "project"
+	AuditEventTargetTypeUser      AuditEventTargetType = "user"
+	AuditEventTargetTypeWebhook   AuditEventTargetType = "webhook"
+	AuditEventTargetTypeWorkspace AuditEventTargetType = "workspace"
+)
+
+// Valid indicates whether the value is a known member of the AuditEventTargetType enum.
+func (e AuditEventTargetType) Valid() bool {
+	switch e {
+	case AuditEventTargetTypeAPIKey:
+		return true
+	case AuditEventTargetTypeProject:
+		return true
+	case AuditEventTargetTypeUser:
+		return true
+	case AuditEventTargetTypeWebhook:
+		return true
+	case AuditEventTargetTypeWorkspace:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditEventListObject.
+const (
+	AuditEventListObjectList AuditEventListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the AuditEventListObject enum.
+func (e AuditEventListObject) Valid() bool {
+	switch e {
+	case AuditEventListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryObject.
 const (
 	DeliveryObjectWebhookDelivery DeliveryObject = "webhook_delivery"
@@ -330,6 +471,7 @@ const (
 	ScopeAPIKeysRead   Scope = "api_keys:read"
 	ScopeAPIKeysWrite  Scope = "api_keys:write"
 	ScopeAsterisk      Scope = "*"
+	ScopeAuditRead     Scope = "audit:read"
 	ScopeEventsRead    Scope = "events:read"
 	ScopeProjectsRead  Scope = "projects:read"
 	ScopeProjectsWrite Scope = "projects:write"
@@ -348,6 +490,8 @@ func (e Scope) Valid() bool {
 	case ScopeAPIKeysWrite:
 		return true
 	case ScopeAsterisk:
+		return true
+	case ScopeAuditRead:
 		return true
 	case ScopeEventsRead:
 		return true
@@ -791,6 +935,71 @@ type APIKeyWithSecret struct {
 
 // APIKeyWithSecretObject defines model for APIKeyWithSecret.Object.
 type APIKeyWithSecretObject string
+
+// AuditEvent One record of the audit log.
+type AuditEvent struct {
+	Action AuditEventAction `json:"action"`
+
+	// Actor Who made the change, and from where.
+	Actor struct {
+		APIKeyID  nullable.Nullable[string] `json:"api_key_id"`
+		IP        nullable.Nullable[string] `json:"ip"`
+		Type      AuditEventActorType       `json:"type"`
+		UserAgent nullable.Nullable[string] `json:"user_agent"`
+		UserID    nullable.Nullable[string] `json:"user_id"`
+	} `json:"actor"`
+
+	// Changes Each field the change set, with its value before (`from`) and after (`to`); a secret or a header value is never shown: `[redacted]` stands for it.
+	Changes map[string]struct {
+		From interface{} `json:"from"`
+		To   interface{} `json:"to"`
+	} `json:"changes"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Hash Hex SHA-256 of prev_hash, a newline and the record's canonical form (docs/audit.md).
+	Hash string `json:"hash"`
+
+	// ID Examples: aud_4fQx7b2LmN9pRt1VwZ3k
+	ID     string           `json:"id"`
+	Object AuditEventObject `json:"object"`
+
+	// PrevHash The hash of the record before it in the chain (empty for the first).
+	PrevHash string `json:"prev_hash"`
+
+	// RequestID The request that made the change (null for the operator's command line and the service itself).
+	RequestID nullable.Nullable[string] `json:"request_id"`
+
+	// Seq The record's place in its workspace's chain, from 1.
+	Seq int `json:"seq"`
+
+	// Target What the change was made to.
+	Target struct {
+		ID   string               `json:"id"`
+		Type AuditEventTargetType `json:"type"`
+	} `json:"target"`
+}
+
+// AuditEventAction defines model for AuditEvent.Action.
+type AuditEventAction string
+
+// AuditEventActorType defines model for AuditEvent.Actor.Type.
+type AuditEventActorType string
+
+// AuditEventObject defines model for AuditEvent.Object.
+type AuditEventObject string
+
+// AuditEventTargetType defines model for AuditEvent.Target.Type.
+type AuditEventTargetType string
+
+// AuditEventList A page of the audit log, newest first.
+type AuditEventList struct {
+	Data       []AuditEvent         `json:"data"`
+	Object     AuditEventListObject `json:"object"`
+	Pagination Pagination           `json:"pagination"`
+}
+
+// AuditEventListObject defines model for AuditEventList.Object.
+type AuditEventListObject string
 
 // Delivery defines model for Delivery.
 type Delivery struct {
@@ -1327,3 +1536,27 @@ type Unavailable = ErrorBody
 
 // UnsupportedMediaType Every error answer.
 type UnsupportedMediaType = ErrorBody
+
+// ListAuditEventsParams defines parameters for ListAuditEvents.
+type ListAuditEventsParams struct {
+	// Limit Page size, 1-100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit for the first page. Valid only for the same list and filters.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Action Only records of these actions, comma-separated (at most 20), e.g. `api_key.revoked,user.role_changed`.
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// ActorID Only records made by this user (`usr_…`) or API key (`key_…`).
+	ActorID *string `form:"actor_id,omitempty" json:"actor_id,omitempty"`
+
+	// TargetID Only records about this resource.
+	TargetID *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// CreatedAfter Only records created after this instant (exclusive).
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only records created before this instant (exclusive).
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+}

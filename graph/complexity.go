@@ -20,6 +20,9 @@ func Complexity() ComplexityRoot {
 		return connectionCost(child, first)
 	}
 	c.Query.APIKeys = func(child int, first *int, _ *string, _ *string) int { return connectionCost(child, first) }
+	c.Query.AuditEvents = func(child int, first *int, _ *string, _ *model.AuditEventFilter) int {
+		return connectionCost(child, first)
+	}
 	c.Project.Tasks = func(child int, first *int, _ *string, _ *domain.Status, _ *string, f *model.TaskFilter, _ *model.TaskOrder) int {
 		return connectionCost(child, first) + searchCost(f)
 	}

@@ -9,6 +9,34 @@ import (
 	"github.com/worktrack/worktrack/graph/model"
 )
 
+func (r *auditActorResolver) UserID(ctx context.Context, obj *domain.AuditActor) (*string, error) {
+	return optionalID(obj.UserID), nil
+}
+
+func (r *auditActorResolver) APIKeyID(ctx context.Context, obj *domain.AuditActor) (*string, error) {
+	return optionalID(obj.APIKeyID), nil
+}
+
+func (r *auditActorResolver) IP(ctx context.Context, obj *domain.AuditActor) (*string, error) {
+	return optionalID(obj.IP), nil
+}
+
+func (r *auditActorResolver) UserAgent(ctx context.Context, obj *domain.AuditActor) (*string, error) {
+	return optionalID(obj.UserAgent), nil
+}
+
+func (r *auditEventResolver) Changes(ctx context.Context, obj *domain.AuditEvent) (json.RawMessage, error) {
+	return json.Marshal(obj.Changes)
+}
+
+func (r *auditEventResolver) RequestID(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
+	return optionalID(obj.RequestID), nil
+}
+
+func (r *auditEventResolver) Seq(ctx context.Context, obj *domain.AuditEvent) (int, error) {
+	return int(obj.Seq), nil
+}
+
 func (r *eventResolver) ProjectID(ctx context.Context, obj *domain.LoggedEvent) (*string, error) {
 	if obj.ProjectID == "" {
 		return nil, nil
@@ -288,6 +316,14 @@ func (r *queryResolver) APIKeys(ctx context.Context, first *int, after *string, 
 	return apiKeyConnection(page), nil
 }
 
+func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (*model.AuditEventConnection, error) {
+	page, err := r.App.Audit.List(ctx, actor(ctx), auditListRequest(first, after, filter))
+	if err != nil {
+		return nil, auditError(err)
+	}
+	return auditEventConnection(page), nil
+}
+
 func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
 	return r.node(ctx, id)
 }
@@ -303,6 +339,10 @@ func (r *webhookResolver) DisabledReason(ctx context.Context, obj *domain.Webhoo
 	return &obj.DisabledReason, nil
 }
 
+func (r *Resolver) AuditActor() AuditActorResolver { return &auditActorResolver{r} }
+
+func (r *Resolver) AuditEvent() AuditEventResolver { return &auditEventResolver{r} }
+
 func (r *Resolver) Event() EventResolver { return &eventResolver{r} }
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
@@ -316,6 +356,8 @@ func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionRes
 func (r *Resolver) Webhook() WebhookResolver { return &webhookResolver{r} }
 
 type (
+	auditActorResolver   struct{ *Resolver }
+	auditEventResolver   struct{ *Resolver }
 	eventResolver        struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	projectResolver      struct{ *Resolver }

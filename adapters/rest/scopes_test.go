@@ -89,6 +89,7 @@ func scopeTable(f scopeFixtures) map[string]scopeRoute {
 		"GET /v1/webhooks/:webhookId/deliveries":     {domain.ScopeWebhooksRead, "/v1/webhooks/" + f.webhook + "/deliveries", nil, 200},
 		"GET /v1/events":                             {domain.ScopeEventsRead, "/v1/events", nil, 200},
 		"GET /v1/events/:eventId":                    {domain.ScopeEventsRead, "/v1/events/" + f.event, nil, 200},
+		"GET /v1/audit_events":                       {domain.ScopeAuditRead, "/v1/audit_events", nil, 200},
 		"POST /v1/api_keys":                          {domain.ScopeAPIKeysWrite, "/v1/api_keys", map[string]any{"name": "n", "scopes": []string{"api_keys:read"}}, 201},
 		"GET /v1/api_keys":                           {domain.ScopeAPIKeysRead, "/v1/api_keys", nil, 200},
 		"GET /v1/api_keys/:keyId":                    {domain.ScopeAPIKeysRead, "/v1/api_keys/" + f.key, nil, 200},

@@ -65,6 +65,7 @@ func Mount(edge *httpedge.Edge, a *app.App, opts Options) *Server {
 	v1.POST("/webhooks/:webhookId/deliveries/:deliveryId/redeliver", s.handle(s.redeliver))
 	v1.GET("/events", s.handle(s.listEvents))
 	v1.GET("/events/:eventId", s.handle(s.getEvent))
+	v1.GET("/audit_events", s.handle(s.listAuditEvents))
 	v1.POST("/api_keys", s.handle(s.createAPIKey))
 	v1.GET("/api_keys", s.handle(s.listAPIKeys))
 	v1.GET("/api_keys/:keyId", s.handle(s.getAPIKey))

@@ -30,6 +30,27 @@ type APIKeyWithSecret struct {
 	Secret string         `json:"secret"`
 }
 
+type AuditEventConnection struct {
+	Edges    []AuditEventEdge    `json:"edges"`
+	Nodes    []domain.AuditEvent `json:"nodes"`
+	PageInfo *PageInfo           `json:"pageInfo"`
+}
+
+type AuditEventEdge struct {
+	Cursor string             `json:"cursor"`
+	Node   *domain.AuditEvent `json:"node"`
+}
+
+// Filters of Query.auditEvents; together they AND. Times are exclusive bounds.
+type AuditEventFilter struct {
+	Actions graphql.Omittable[[]domain.AuditAction] `json:"actions,omitempty"`
+	// A user's (usr_…) or an API key's (key_…) id.
+	ActorID       graphql.Omittable[*string]    `json:"actorId,omitempty"`
+	TargetID      graphql.Omittable[*string]    `json:"targetId,omitempty"`
+	CreatedAfter  graphql.Omittable[*time.Time] `json:"createdAfter,omitempty"`
+	CreatedBefore graphql.Omittable[*time.Time] `json:"createdBefore,omitempty"`
+}
+
 type CreateAPIKeyInput struct {
 	// 1-100 characters after trimming.
 	Name string `json:"name"`
