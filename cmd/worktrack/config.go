@@ -71,6 +71,8 @@ type Config struct {
 	// EventRetention is how long the event log keeps an event (longer
 	// while a delivery of it is pending).
 	EventRetention time.Duration
+	// AuditRetention is how long the audit log keeps a record.
+	AuditRetention time.Duration
 	// Secrets seals the webhook signing secrets the store keeps; empty
 	// when WORKTRACK_SECRETS_KEY is unset (they are then stored as they are).
 	Secrets *secretbox.Keyring
@@ -112,12 +114,16 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_LOG_FORMAT              text or json (default: text on a terminal, else json)
   WORKTRACK_LOG_LEVEL               debug, info, warn or error (default info)
   WORKTRACK_EVENT_RETENTION         how long the event log keeps an event (default 720h; not shorter than the retry window)
+  WORKTRACK_AUDIT_RETENTION         how long the audit log keeps a record (default 4320h, 180 days)
   WORKTRACK_METRICS_TOKEN           GET /metrics then needs "Authorization: Bearer <token>" (default: open)
   WORKTRACK_PPROF_ADDR              serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060 (default off)
   WORKTRACK_SECRETS_KEY             base64 of 32 random bytes (openssl rand -base64 32), comma-separated, newest
                                     first: stored webhook secrets are encrypted with it (default: stored in plaintext)
 
 A bad value stops serve with one line naming the variable.`
+
+// DefaultAuditRetention is WORKTRACK_AUDIT_RETENTION's default: 180 days.
+const DefaultAuditRetention = 180 * 24 * time.Hour
 
 // configError names the variable at fault in one line.
 type configError struct{ name, problem string }
@@ -277,6 +283,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		DBStatementTimeout:  e.duration("WORKTRACK_DB_STATEMENT_TIMEOUT", 5*time.Second),
 		DBWorkspaceShare:    e.positiveInt("WORKTRACK_DB_WORKSPACE_SHARE", 0),
 		EventRetention:      e.duration("WORKTRACK_EVENT_RETENTION", 720*time.Hour),
+		AuditRetention:      e.duration("WORKTRACK_AUDIT_RETENTION", DefaultAuditRetention),
 		Secrets:             e.keyring(secretbox.EnvKey),
 	}
 	if e.err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/core/domain"
+	"github.com/worktrack/worktrack/core/ports"
 )
 
 func main() {
@@ -65,7 +66,13 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(stderr), migrateCmd(stdout), workspaceCmd(stdout), userCmd(stdout), keyCmd(stdout), secretsCmd(stdout), versionCmd(stdout))
+	// An operator's command is recorded in the audit log with what it was
+	// and who ran it.
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		cmd.SetContext(ports.WithRequestInfo(cmd.Context(), operatorInfo(cmd)))
+	}
+	root.AddCommand(serveCmd(stderr), migrateCmd(stdout), workspaceCmd(stdout), userCmd(stdout), keyCmd(stdout), secretsCmd(stdout),
+		auditCmd(stdout), versionCmd(stdout))
 	return root
 }
 

@@ -300,6 +300,7 @@ func TestBadConfigurationExits(t *testing.T) {
 		{[]string{"WORKTRACK_LOG_LEVEL=verbose"}, "WORKTRACK_LOG_LEVEL"},
 		{[]string{"WORKTRACK_TRUSTED_PROXIES=10.0.0.1,proxy.internal"}, "WORKTRACK_TRUSTED_PROXIES"},
 		{[]string{"WORKTRACK_SECRETS_KEY=c2hvcnQ="}, "WORKTRACK_SECRETS_KEY"},
+		{[]string{"WORKTRACK_AUDIT_RETENTION=forever"}, "WORKTRACK_AUDIT_RETENTION"},
 		{[]string{"WORKTRACK_CORS_ORIGINS=http://localhost:5173/"}, "WORKTRACK_CORS_ORIGINS"},
 		{[]string{"WORKTRACK_CORS_ORIGINS=localhost:5173"}, "WORKTRACK_CORS_ORIGINS"},
 		{[]string{"WORKTRACK_CORS_ORIGINS=https://*.example.com"}, "WORKTRACK_CORS_ORIGINS"},

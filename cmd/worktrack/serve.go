@@ -113,6 +113,7 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	go func() { errc <- srv.Serve(ln) }()
 	go purgeIdempotencyKeys(ctx, db.Idempotency(), log)
 	go purgeEvents(ctx, a, cfg.EventRetention, log)
+	go pruneAudit(ctx, a, cfg.AuditRetention, log)
 	go foldCounts(ctx, db, log)
 	go a.Live.Run(ctx)
 	m.WatchSubscriptions(a.Live.Subscriptions)
@@ -426,6 +427,29 @@ func purgeEvents(ctx context.Context, a *app.App, retention time.Duration, log *
 		}
 		if total > 0 {
 			log.Info("purged events past retention", "count", total, "retention", retention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pruneAudit removes audit records past retention, in batches of short
+// transactions (each bounded like every statement), at start and then
+// hourly, until ctx ends. Each workspace's chain keeps the hash of the last
+// record removed, so the records kept still verify (docs/audit.md).
+func pruneAudit(ctx context.Context, a *app.App, retention time.Duration, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		n, err := a.Audit.Prune(ctx, retention)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("pruning the audit log", "error", err.Error())
+		case n > 0:
+			log.Info("pruned audit records past retention", "count", n, "retention", retention.String())
 		}
 		select {
 		case <-ctx.Done():
