@@ -72,7 +72,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		cmd.SetContext(ports.WithRequestInfo(cmd.Context(), operatorInfo(cmd)))
 	}
 	root.AddCommand(serveCmd(stderr), migrateCmd(stdout), workspaceCmd(stdout), userCmd(stdout), keyCmd(stdout), secretsCmd(stdout),
-		auditCmd(stdout), versionCmd(stdout))
+		auditCmd(stdout), exportCmd(stdout, stderr), importCmd(stdout, stderr), versionCmd(stdout))
 	return root
 }
 
