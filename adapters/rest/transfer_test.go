@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,12 @@ func richSource(t *testing.T, db *store.DB) *apitest.Env {
 		prj := newProject(t, e, fmt.Sprintf("MOVE%d", p))
 		for i := range 7 {
 			body := map[string]any{"title": fmt.Sprintf("Task %d of %d", i, p), "status": []string{"open", "in_progress", "done"}[i%3]}
+			if p == 1 && i == 1 {
+				// Found by its words only under the server's rule of
+				// search prefixes (its vowel signs are marks), not the SQL
+				// fallback a row written without them gets.
+				body["title"] = devanagariTitle
+			}
 			if i%2 == 0 {
 				body["assignee_id"] = e.Member.User.ID
 				body["due_at"] = e.Clock.Now().Add(time.Duration(i) * time.Hour).Format(time.RFC3339)
@@ -98,6 +105,11 @@ func richSource(t *testing.T, db *store.DB) *apitest.Env {
 	newProject(t, &apitest.Env{T: t, Engine: e.Engine, Member: apitest.Member{Key: e.Other.Key}}, "OTHER")
 	return e
 }
+
+const (
+	devanagariTitle = "किताब पढ़ो"
+	devanagariWord  = "पढ़ो"
+)
 
 // apiAnswers reads, through the API, what a team and an integration see:
 // every list paged to its end (cursors included), every resource, the
@@ -143,6 +155,7 @@ func apiAnswers(t *testing.T, e *apitest.Env, admin, other string, resumeFrom st
 		get("/v1/tasks/counts?group_by=status", key)
 		get("/v1/tasks/counts?group_by=assignee_id", key)
 		get("/v1/tasks?q=task&limit=100", key)
+		get("/v1/tasks?q="+url.QueryEscape(devanagariWord), key)
 		for _, w := range pages("/v1/webhooks", key) {
 			id := w.(map[string]any)["id"].(string)
 			get("/v1/webhooks/"+id, key)
@@ -176,6 +189,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 			events := src.Get("/v1/events?limit=3", src.Admin.Key).JSON["data"].([]any)
 			resume := events[2].(map[string]any)["id"].(string)
 			before := apiAnswers(t, src, src.Admin.Key, src.Other.Key, resume)
+			if found := before[src.Admin.Key[:12]+" /v1/tasks?q="+url.QueryEscape(devanagariWord)]; !strings.Contains(found, devanagariTitle) {
+				t.Fatalf("the source's search does not find %q: %s", devanagariTitle, found)
+			}
 			file := exportOf(t, src.DB, "")
 
 			dst := pair[1](t)
@@ -186,6 +202,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			if sum.Counts[domain.ExportTask] != 18 || sum.Counts[domain.ExportWorkspace] != 2 || sum.Repositioned {
 				t.Fatalf("import summary: %+v", sum)
 			}
+			sameIndexes(t, dst)
 			target := serveOnly(t, dst)
 			after := apiAnswers(t, target, src.Admin.Key, src.Other.Key, resume)
 			for call, body := range before {
@@ -232,6 +249,28 @@ func TestExportImportRoundTrip(t *testing.T) {
 				t.Fatalf("the new event is not last in the log: %v", last)
 			}
 		})
+	}
+}
+
+// sameIndexes fails t unless db holds exactly the indexes of a freshly
+// migrated database of its kind, as defined.
+func sameIndexes(t *testing.T, db *store.DB) {
+	t.Helper()
+	q := "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"
+	fresh := storetest.SQLite
+	if db.Dialect() == store.DialectPostgres {
+		q = "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname"
+		fresh = storetest.Postgres
+	}
+	var got, want []string
+	if err := db.Gorm().Raw(q).Scan(&got).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh(t).Gorm().Raw(q).Scan(&want).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) || len(want) < 10 {
+		t.Fatalf("indexes after the import:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -369,6 +408,10 @@ func TestImportRefusesBadFiles(t *testing.T) {
 			}
 		}
 		empty()
+		// Every index is there after the refusals (an import into an
+		// empty PostgreSQL database drops the bulk tables' indexes and
+		// builds them at its end, all in its transaction).
+		sameIndexes(t, db)
 		// A conflicting id: a whole database into one that holds the same
 		// workspace is refused (not empty); its rows into a database where
 		// one id is taken are refused naming the line.
@@ -493,5 +536,54 @@ func TestImportedDeliveriesAreSent(t *testing.T) {
 		if err := goVerify(t, hook.Str("secret"), got[0]); err != nil {
 			t.Fatalf("the delivery after the import does not verify with the source's secret: %v", err)
 		}
+	})
+}
+
+// Into an empty database the ids are checked by the insert's constraints,
+// not looked up batch by batch: a task id that comes back in a later batch
+// (2,000 rows a batch) is refused, naming its line on PostgreSQL and its
+// batch's lines on SQLite, with nothing written and every index in place.
+func TestImportIntoEmptyRefusesAnIDTwice(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		src := richSource(t, storetest.SQLite(t))
+		prj := firstProject(t, src)
+		for range 5 {
+			items := make([]map[string]any, domain.MaxBatchItems)
+			for i := range items {
+				items[i] = map[string]any{"title": fmt.Sprintf("Bulk %d", i)}
+			}
+			src.Send(http.MethodPost, "/v1/projects/"+prj+"/tasks/batch", src.Member.Key, map[string]any{"tasks": items}).ExpectStatus(t, http.StatusCreated)
+		}
+		lines := bytes.SplitAfter(exportOf(t, src.DB, ""), []byte("\n"))
+		first, last := -1, -1
+		for i, l := range lines {
+			if bytes.HasPrefix(l, []byte(`{"kind":"task"`)) {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		if last-first < 2000 {
+			t.Fatalf("only %d task lines", last-first+1)
+		}
+		file := slices.Concat(lines[:last+1], [][]byte{lines[first]}, lines[last+1:])
+		_, err := transfer(db).Import(context.Background(), bytes.NewReader(bytes.Join(file, nil)), ports.ImportIntoEmpty, operator, nil)
+		var xe *domain.ExportError
+		dup := int64(last + 2) // the copy's line, counted from 1
+		switch {
+		case !errors.As(err, &xe):
+			t.Fatalf("import: %v, want an export error", err)
+		case db.Dialect() == store.DialectPostgres && (xe.Line != dup || !strings.Contains(xe.Reason, "is in the file twice")):
+			t.Fatalf("import: %v, want line %d: the task is in the file twice", err, dup)
+		case db.Dialect() == store.DialectSQLite && (xe.Line > dup || xe.Line < dup-2000 || !strings.Contains(xe.Reason, "same key")):
+			t.Fatalf("import: %v, want the batch of line %d refused for its key", err, dup)
+		}
+		var n int64
+		if err := db.Gorm().Raw("SELECT count(*) FROM tasks").Scan(&n).Error; err != nil || n != 0 {
+			t.Fatalf("after the refusal the database holds %d tasks (%v)", n, err)
+		}
+		sameIndexes(t, db)
 	})
 }

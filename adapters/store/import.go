@@ -9,9 +9,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/worktrack/worktrack/core/domain"
@@ -52,7 +54,12 @@ func (db *DB) Import(ctx context.Context, mode ports.ImportMode, src ports.Impor
 	if db.dialect == DialectPostgres {
 		err = conn.Raw(func(driverConn any) error {
 			pc := driverConn.(*stdlib.Conn).Conn()
-			return pgx.BeginFunc(ctx, pc, func(tx pgx.Tx) error { return run(pgImport{tx}) })
+			return pgx.BeginFunc(ctx, pc, func(tx pgx.Tx) error {
+				if mode != ports.ImportIntoEmpty {
+					return run(pgImport{tx})
+				}
+				return withIndexesBuiltAfter(ctx, tx, func() error { return run(pgImport{tx}) })
+			})
 		})
 		return res, err
 	}
@@ -112,41 +119,54 @@ func (db *DB) importInto(ctx context.Context, tx importTx, mode ports.ImportMode
 	perWorkspace := map[string]map[domain.ExportKind]int64{}
 	projectCounts := map[string][4]int64{}
 	var heads = map[string]bool{}
-	var b *pending
-	flush := func() error {
-		if b == nil || len(b.rows) == 0 {
-			return nil
+	// One goroutine writes the batches, in order, while this one reads
+	// and converts the next: the file's parsing and the database's work
+	// overlap. Only the writer uses tx until it is done.
+	batches := make(chan *pending, 1)
+	written := make(chan error, 1)
+	var failed atomic.Bool
+	go func() {
+		var err error
+		for b := range batches {
+			if err == nil {
+				if err = db.writeBatch(ctx, tx, b, mode); err != nil {
+					failed.Store(true)
+				}
+			}
 		}
-		if err := db.checkConflicts(ctx, tx, b); err != nil {
+		written <- err
+	}()
+	// finish waits for the writer: its error comes first, being of earlier
+	// lines than any the reader met since.
+	finish := func(readErr error) error {
+		close(batches)
+		if err := <-written; err != nil {
 			return err
 		}
-		if err := tx.insert(ctx, b.t, b.cols, b.rows); err != nil {
-			return &domain.ExportError{Line: b.lines[0], Reason: fmt.Sprintf("the %s records of lines %d to %d were refused: %v",
-				b.t.kind, b.lines[0], b.lines[len(b.lines)-1], conflictReason(err))}
-		}
-		b.rows, b.lines, b.keys = b.rows[:0], b.lines[:0], b.keys[:0]
-		return nil
+		return readErr
 	}
+	var b *pending
 	for {
 		rec, err := src.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return res, err
+			return res, finish(err)
 		}
 		t := transferTableOf(rec.Kind)
 		if b == nil || b.t != t || len(b.rows) >= importBatch {
-			if err := flush(); err != nil {
-				return res, err
+			if b != nil && len(b.rows) > 0 {
+				batches <- b
 			}
-			if b == nil || b.t != t {
-				b = &pending{t: t, cols: columnNames(t)}
+			if failed.Load() {
+				return res, finish(nil)
 			}
+			b = &pending{t: t, cols: columnNames(t), rows: make([][]any, 0, importBatch)}
 		}
 		row, err := db.importRow(t, rec, mode)
 		if err != nil {
-			return res, err
+			return res, finish(err)
 		}
 		b.rows = append(b.rows, row)
 		b.lines = append(b.lines, rec.Line)
@@ -176,7 +196,10 @@ func (db *DB) importInto(ctx context.Context, tx importTx, mode ports.ImportMode
 		}
 		res.Counts[rec.Kind]++
 	}
-	if err := flush(); err != nil {
+	if b != nil && len(b.rows) > 0 {
+		batches <- b
+	}
+	if err := finish(nil); err != nil {
 		return res, err
 	}
 	if mode == ports.ImportMergeWorkspace && !slices.Contains(res.Workspaces, *h.Workspace) {
@@ -256,9 +279,44 @@ func (db *DB) importRow(t *transferTable, rec domain.ExportRecord, mode ports.Im
 	return row, nil
 }
 
-// checkConflicts refuses a batch holding an id the database holds already
-// (or the batch twice), naming the line.
-func (db *DB) checkConflicts(ctx context.Context, tx importTx, b *pending) error {
+// writeBatch checks b for conflicts and writes it.
+func (db *DB) writeBatch(ctx context.Context, tx importTx, b *pending, mode ports.ImportMode) error {
+	if err := db.checkConflicts(ctx, tx, b, mode); err != nil {
+		return err
+	}
+	if err := tx.insert(ctx, b.t, b.cols, b.rows); err != nil {
+		if line, key, ok := duplicateOf(err, b); ok {
+			return &domain.ExportError{Line: line, Reason: fmt.Sprintf("%s %s is in the file twice", b.t.kind, key)}
+		}
+		return &domain.ExportError{Line: b.lines[0], Reason: fmt.Sprintf("the %s records of lines %d to %d were refused: %v",
+			b.t.kind, b.lines[0], b.lines[len(b.lines)-1], conflictReason(err))}
+	}
+	return nil
+}
+
+// duplicateOf is the line and key of b's row whose key PostgreSQL found
+// taken (a unique violation naming it, "Key (id)=(…) already exists.").
+func duplicateOf(err error, b *pending) (int64, string, bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return 0, "", false
+	}
+	_, after, ok := strings.Cut(pgErr.Detail, ")=(")
+	key, _, ok2 := strings.Cut(after, ")")
+	if !ok || !ok2 {
+		return 0, "", false
+	}
+	if i := slices.Index(b.keys, key); i >= 0 {
+		return b.lines[i], key, true
+	}
+	return 0, "", false
+}
+
+// checkConflicts refuses a batch holding an id twice, or (but into an
+// empty database, which held none of them when the import began: the
+// insert's unique constraints catch an id earlier batches wrote) one the
+// database holds already, naming the line.
+func (db *DB) checkConflicts(ctx context.Context, tx importTx, b *pending, mode ports.ImportMode) error {
 	seen := make(map[string]int, len(b.keys))
 	for i, k := range b.keys {
 		if k == "" {
@@ -268,6 +326,9 @@ func (db *DB) checkConflicts(ctx context.Context, tx importTx, b *pending) error
 			return &domain.ExportError{Line: b.lines[i], Reason: fmt.Sprintf("%s %s is in the file twice (line %d too)", b.t.kind, k, b.lines[j])}
 		}
 		seen[k] = i
+	}
+	if mode == ports.ImportIntoEmpty {
+		return nil
 	}
 	keyCol := "id"
 	switch b.t.kind {
@@ -433,8 +494,78 @@ func conflictReason(err error) string {
 type pgImport struct{ tx pgx.Tx }
 
 func (p pgImport) insert(ctx context.Context, t *transferTable, cols []string, rows [][]any) error {
+	if t.kind == domain.ExportTask {
+		cols, rows = withSearch(cols, rows)
+	}
 	_, err := p.tx.CopyFrom(ctx, pgx.Identifier{t.table}, cols, pgx.CopyFromRows(rows))
 	return err
+}
+
+// bulkTables are the tables an import into an empty PostgreSQL database
+// loads without their indexes (withIndexesBuiltAfter): those that grow with
+// a workspace's work.
+var bulkTables = []string{"tasks", "events", "webhook_deliveries", "audit_events"}
+
+// withIndexesBuiltAfter runs load in tx with the bulk tables' secondary
+// indexes dropped, and builds them again once it has loaded everything, as
+// pg_restore does: one sorted build of each index instead of an insert into
+// each for every row (the tasks' GIN search index most of all). The
+// indexes that back a constraint (primary keys, unique constraints) stay,
+// so a conflicting id is refused as it comes. It is for an empty target
+// only: DROP INDEX locks its table until the transaction ends, and the
+// whole of it, the drops included, is undone if anything fails.
+func withIndexesBuiltAfter(ctx context.Context, tx pgx.Tx, load func() error) error {
+	rows, err := tx.Query(ctx, `SELECT quote_ident(ic.relname), pg_get_indexdef(i.indexrelid)
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid
+		WHERE c.relname = ANY($1) AND c.relnamespace = current_schema()::regnamespace
+		AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)
+		ORDER BY ic.relname`, bulkTables)
+	if err != nil {
+		return fmt.Errorf("store: import: indexes: %w", err)
+	}
+	type index struct{ name, def string }
+	indexes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (index, error) {
+		var ix index
+		return ix, r.Scan(&ix.name, &ix.def)
+	})
+	if err != nil {
+		return fmt.Errorf("store: import: indexes: %w", err)
+	}
+	for _, ix := range indexes {
+		if _, err := tx.Exec(ctx, "DROP INDEX "+ix.name); err != nil {
+			return fmt.Errorf("store: import: drop index %s: %w", ix.name, err)
+		}
+	}
+	if err := load(); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL maintenance_work_mem = '256MB'"); err != nil {
+		return fmt.Errorf("store: import: %w", err)
+	}
+	for _, ix := range indexes {
+		if _, err := tx.Exec(ctx, ix.def); err != nil {
+			return fmt.Errorf("store: import: build index %s: %w", ix.name, err)
+		}
+	}
+	return nil
+}
+
+// withSearch adds the tasks' search column, the prefixes of their titles'
+// words as the server computes them (searchOf): left null, the database's
+// trigger would compute it in SQL, row by row, which made an import of a
+// million tasks four times slower (docs/performance.md#export-and-import).
+func withSearch(cols []string, rows [][]any) ([]string, [][]any) {
+	title := slices.Index(cols, "title")
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		words := searchOf(asString(r[title]))
+		lex := make([]pgtype.TSVectorLexeme, len(words))
+		for j, w := range words {
+			lex[j] = pgtype.TSVectorLexeme{Word: w}
+		}
+		out[i] = append(r[:len(r):len(r)], pgtype.TSVector{Lexemes: lex, Valid: true})
+	}
+	return append(cols[:len(cols):len(cols)], "search"), out
 }
 
 func (p pgImport) query(ctx context.Context, q string, args ...any) ([][]any, error) {
