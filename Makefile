@@ -47,7 +47,7 @@ PACKAGES := ./... ./client/... ./client/worktracktest/...
 
 .DEFAULT_GOAL := help
 
-.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql check-binaries test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client dashboard dashboard-serve bench load clean test-image test-containers test-client-containers clean-containers
+.PHONY: all help run build image image-smoke openapi-check docs-assets check-docs-assets graphiql check-graphiql check-binaries test test-times fuzz lint lint-tool fmt-check generate check-generate schema-check webhook-verify graphql-ws-client dashboard dashboard-serve bench export-bench load clean test-image test-containers test-client-containers clean-containers
 
 all: lint test build ## lint, test and build
 
@@ -300,6 +300,12 @@ check-generate: ## fail when regenerating changes or adds generated files (graph
 
 bench: ## run the benchmarks (no tests)
 	$(GO) test -run '^$$' -bench . -benchmem $(PACKAGES)
+
+# Export and import against pg_dump and pg_restore on one PostgreSQL
+# (docs/performance.md#export-and-import): 1,000,000 tasks with their events;
+# EXPORTBENCH_QUICK=1 runs 5,000 and checks every import's counts (CI).
+export-bench: build ## export/import vs pg_dump/pg_restore on 1,000,000 tasks (EXPORTBENCH_QUICK=1: 5,000, checked)
+	$(GO) run ./tools/exportbench
 
 load: build ## load harness: Worktrack vs ../shared/perf/reference under wrk (LOAD_QUICK=1, LOAD_SCENARIOS=a,b, LOAD_KEEP=1; docs/performance.md)
 	GO=$(GO) $(GO) run ./tools/load
