@@ -15,7 +15,7 @@ import (
 // order scanClaimed reads them.
 const claimedColumns = `SELECT d.id, d.workspace_id, d.webhook_id, d.event_id, d.event_type, d.status, d.attempts,
 	d.last_attempt_at, d.last_status_code, d.last_error, d.next_attempt_at, d.window_start, d.lease_until, d.locked_by,
-	d.created_at, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.headers, e.payload`
+	d.created_at, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.headers, e.payload, e.trace_parent`
 
 // writeClaimed writes the read of the claimed deliveries from source, the
 // claimed rows; where, when given, writes its condition.
@@ -120,10 +120,11 @@ func (s *DeliveryStore) scanClaimed(out *[]ports.Dispatch) func(rowScanner) erro
 				prev                 sql.NullString
 				prevExp              NullTime
 				payload              []byte
+				traceParent          sql.NullString
 			)
 			if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.WebhookID, &r.EventID, &r.EventType, &r.Status, &r.Attempts,
 				&r.LastAttemptAt, &r.LastStatusCode, &r.LastError, &r.NextAttemptAt, &r.WindowStart, &r.LeaseUntil, &r.LockedBy,
-				&r.CreatedAt, &url, &secret, &prev, &prevExp, &headers, &payload); err != nil {
+				&r.CreatedAt, &url, &secret, &prev, &prevExp, &headers, &payload, &traceParent); err != nil {
 				return err
 			}
 			d, err := deliveryFromRow(r)
@@ -143,6 +144,7 @@ func (s *DeliveryStore) scanClaimed(out *[]ports.Dispatch) func(rowScanner) erro
 			*out = append(*out, ports.Dispatch{
 				Delivery: d, URL: url, Secret: o.secret, Headers: o.headers,
 				PreviousSecret: o.previous, PreviousSecretExpiresAt: prevExp.Ptr(), Payload: payload,
+				TraceParent: traceParent.String,
 			})
 		}
 		return nil

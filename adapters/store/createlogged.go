@@ -26,7 +26,7 @@ func (s *TaskStore) CreateTaskLogged(ctx context.Context, t domain.Task, o ports
 	for i := range ids {
 		ids[i] = o.NewDeliveryID()
 	}
-	q := createLogged(t, o, ids)
+	q := createLogged(t, o, ids, traceParentOf(ctx))
 	n := 0
 	err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
 		for rows.Next() {
@@ -70,19 +70,19 @@ const (
 // RETURNING of a transaction's event insert reads them), and the foreign
 // keys are checked at its end. Values of an INSERT … SELECT take no type
 // from their columns, hence the casts.
-func createLogged(t domain.Task, o ports.Outboxed, ids []string) *sqlBuilder {
+func createLogged(t domain.Task, o ports.Outboxed, ids []string, traceParent *string) *sqlBuilder {
 	e := o.Event
 	var project *string
 	if p := e.ProjectID(); p != "" {
 		project = &p
 	}
 	d := deliveryToRow(domain.NewDelivery("", "", e))
-	q := &sqlBuilder{dialect: DialectPostgres, args: make([]any, 0, 27)}
+	q := &sqlBuilder{dialect: DialectPostgres, args: make([]any, 0, 28)}
 	q.write("WITH t AS (\n    INSERT INTO tasks ("+taskColumns+", search) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, array_to_tsvector(?::text[]))",
 		append(taskArgs(t), pgTextArray(searchOf(t.Title)))...)
-	q.write("\n    RETURNING workspace_id\n), e AS (\n    INSERT INTO events (id, workspace_id, type, project_id, created_at, payload)")
-	q.write("\n    SELECT ?::text, t.workspace_id, ?::text, ?::text, ?::timestamptz, ?::bytea FROM t",
-		e.ID, string(e.Type), project, Time(e.CreatedAt), o.Payload)
+	q.write("\n    RETURNING workspace_id\n), e AS (\n    INSERT INTO events (id, workspace_id, type, project_id, created_at, payload, trace_parent)")
+	q.write("\n    SELECT ?::text, t.workspace_id, ?::text, ?::text, ?::timestamptz, ?::bytea, ?::text FROM t",
+		e.ID, string(e.Type), project, Time(e.CreatedAt), o.Payload, traceParent)
 	q.write("\n    RETURNING id, workspace_id, type\n), s AS (\n    SELECT w.id, row_number() OVER (ORDER BY w.id) AS n")
 	q.write("\n    FROM e JOIN webhooks w ON " + subscribedSQL(DialectPostgres, "w", "e"))
 	q.write("\n), d AS (\n    INSERT INTO webhook_deliveries (id, workspace_id, webhook_id, event_id, event_type, status, attempts," +

@@ -70,6 +70,7 @@ func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloa
 		}
 		group = &g
 	}
+	traceParent := traceParentOf(ctx)
 	subscribers := make([][]string, len(es))
 	at := make(map[string]int, len(es))
 	for i, e := range es {
@@ -79,15 +80,15 @@ func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloa
 	// (rowids on SQLite) follow it.
 	for start := 0; start < len(es); start += insertBatch {
 		chunk := es[start:min(start+insertBatch, len(es))]
-		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 7*len(chunk))}
-		q.write("INSERT INTO events (id, workspace_id, type, project_id, created_at, payload, log_group) VALUES ")
-		q.values(len(chunk), "(?, ?, ?, ?, ?, ?, ?)", func(i int) []any {
+		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 8*len(chunk))}
+		q.write("INSERT INTO events (id, workspace_id, type, project_id, created_at, payload, log_group, trace_parent) VALUES ")
+		q.values(len(chunk), "(?, ?, ?, ?, ?, ?, ?, ?)", func(i int) []any {
 			e := chunk[i]
 			var project *string
 			if p := e.ProjectID(); p != "" {
 				project = &p
 			}
-			return []any{e.ID, e.WorkspaceID, string(e.Type), project, Time(e.CreatedAt), payloads[start+i], group}
+			return []any{e.ID, e.WorkspaceID, string(e.Type), project, Time(e.CreatedAt), payloads[start+i], group, traceParent}
 		})
 		q.write(" RETURNING id, " + subscribersSQL(s.db.dialect))
 		err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {

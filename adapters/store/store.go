@@ -18,11 +18,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -109,6 +112,7 @@ type options struct {
 	asyncCommit  bool
 	origin       string
 	secrets      *secretbox.Keyring
+	tracer       trace.TracerProvider
 }
 
 // WithLogger logs slow statements (over 200ms) and failures to l. Statement
@@ -147,6 +151,15 @@ func WithAsyncCommit() Option {
 // they are stored as they are.
 func WithSecrets(k *secretbox.Keyring) Option {
 	return func(o *options) { o.secrets = k }
+}
+
+// WithTracing traces every statement run under a traced context as a
+// client span of tp: its text with placeholders, never its values
+// (docs/operations.md#traces). A statement whose context carries no
+// recording span starts none. Without it, or with nil, nothing is
+// installed.
+func WithTracing(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
 }
 
 // WithOrigin makes the handle tag its delivery notifications with origin,
@@ -276,6 +289,11 @@ func postgresConfig(url string, o *options) (*pgx.ConnConfig, error) {
 	if !hasParam(dsn, "connect_timeout") {
 		cfg.ConnectTimeout = ConnectTimeout
 	}
+	if o.tracer != nil {
+		cfg.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(o.tracer),
+			otelpgx.WithMeterProvider(noopmetric.NewMeterProvider()),
+			otelpgx.WithDisableConnectionDetailsInAttributes())
+	}
 	return cfg, nil
 }
 
@@ -295,7 +313,14 @@ func sqliteDialector(url string, o *options) (gorm.Dialector, bool, error) {
 	if err := registerLiveFunc(); err != nil {
 		return nil, false, fmt.Errorf("store: open sqlite: %w", err)
 	}
-	return sqlite.Open(dsn), memory, nil
+	if o.tracer == nil {
+		return sqlite.Open(dsn), memory, nil
+	}
+	conn, err := tracedSQLite(dsn, o.tracer)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	return &sqlite.Dialector{DSN: dsn, Conn: conn}, memory, nil
 }
 
 // configurePool sizes database/sql's pool.

@@ -380,6 +380,7 @@ func (x *Dispatcher) attempt(ctx context.Context, c ports.Dispatch) {
 		a := ports.WebhookAttempt{
 			URL: c.URL, Secret: secrets[0], EventID: d.EventID, EventType: d.EventType,
 			Attempt: d.Attempts + 1, Body: c.Payload, Headers: c.Headers,
+			WorkspaceID: d.WorkspaceID, WebhookID: d.WebhookID, DeliveryID: d.ID, TraceParent: c.TraceParent,
 		}
 		if len(secrets) > 1 {
 			a.PreviousSecret = secrets[1]

@@ -159,6 +159,9 @@ type Dispatch struct {
 	// Headers are the webhook's custom headers, sent with every attempt.
 	Headers map[string]string
 	Payload []byte
+	// TraceParent is the W3C traceparent of the request that caused the
+	// event, "" when it was not traced.
+	TraceParent string
 }
 
 // DeliveryStore persists deliveries: one row per event owed to one webhook.
@@ -244,6 +247,11 @@ type WebhookAttempt struct {
 	// Headers are the webhook's custom headers (domain.ParseWebhookHeaders
 	// keeps the service's own out of them).
 	Headers map[string]string
+	// WorkspaceID, WebhookID and DeliveryID name the attempt in its trace.
+	WorkspaceID, WebhookID, DeliveryID string
+	// TraceParent is the W3C traceparent of the request that caused the
+	// event ("" when it was not traced): the attempt continues its trace.
+	TraceParent string
 }
 
 // WebhookSender makes one delivery attempt over HTTP: it signs and POSTs
