@@ -61,7 +61,7 @@ func publicError(ctx context.Context, err error) *domain.Error {
 	if e, ok := domain.AsError(err); ok && e.Code != domain.CodeInternal {
 		return e
 	}
-	slog.Error("graphql request failed", "error", err.Error())
+	slog.ErrorContext(ctx, "graphql request failed", "error", err.Error())
 	return domain.Errorf(domain.CodeInternal, "An unexpected error occurred. Quote the request id when contacting support.")
 }
 
@@ -201,7 +201,7 @@ func Extensions(e *domain.Error, requestID string) map[string]any {
 // internal error, the stack in the log only.
 func Recover(log *slog.Logger) graphql.RecoverFunc {
 	return func(ctx context.Context, p any) error {
-		log.Error("graphql panic", "request_id", requestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		log.ErrorContext(ctx, "graphql panic", "request_id", requestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		return errors.New("panic in a resolver")
 	}
 }

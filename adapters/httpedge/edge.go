@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worktrack/worktrack/adapters/edgeport"
 	"github.com/worktrack/worktrack/adapters/wire"
@@ -68,6 +69,10 @@ type Options struct {
 	// (WORKTRACK_CORS_ORIGINS, read by ParseCORSOrigins): exact origins,
 	// or "*" alone. None by default: same-origin pages only.
 	CORSOrigins []string
+	// Tracing, when set, makes every request a server span of it and hands
+	// its context to the APIs (docs/operations.md#traces); nil traces
+	// nothing and costs nothing.
+	Tracing trace.TracerProvider
 }
 
 // RequestObserver is told of every answered request: its route template
@@ -121,6 +126,9 @@ type Edge struct {
 	prefixes []string
 	// running are the idempotency keys of requests still executing.
 	running runningKeys
+	// handler serves requests: the engine, behind the server span when
+	// traced.
+	handler http.Handler
 }
 
 // New builds the engine: request ids, the access log and panic recovery on
@@ -142,6 +150,11 @@ func New(auth Authenticator, opts Options) *Edge {
 	}
 	// Preflights are answered here, before any API's authentication.
 	e.Use(s.requestID, s.accessLog, recoverWith(ErrorObject), corsMiddleware(opts.CORSOrigins))
+	s.handler = e
+	if opts.Tracing != nil {
+		e.Use(s.traceRoute)
+		s.handler = traced(e, opts.Tracing)
+	}
 
 	e.GET("/healthz", func(c *gin.Context) { JSON(c, http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/readyz", s.ready)
@@ -183,7 +196,7 @@ func (s *Edge) MountMetrics(h http.Handler, token string) {
 func (s *Edge) Engine() *gin.Engine { return s.engine }
 
 // ServeHTTP serves a request through the engine.
-func (s *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
+func (s *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // API is one API mounted on the edge: its path prefix and the renderer of
 // its errors.
@@ -257,7 +270,7 @@ func (s *Edge) ready(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.opts.Ready(ctx); err != nil {
-			Logger(c).Warn("not ready", "error", err.Error())
+			Logger(c).WarnContext(ctx, "not ready", "error", err.Error())
 			JSON(c, http.StatusServiceUnavailable, gin.H{"status": "unavailable"})
 			return
 		}

@@ -101,7 +101,7 @@ func PublicError(c *gin.Context, err error) *domain.Error {
 		c.Set(clientClosedKey, true)
 		return errClientClosed
 	}
-	Logger(c).Error("request failed", "request_id", RequestID(c), "error", err.Error())
+	Logger(c).ErrorContext(c.Request.Context(), "request failed", "request_id", RequestID(c), "error", err.Error())
 	if ok {
 		return e
 	}

@@ -25,7 +25,7 @@ func JSON(c *gin.Context, status int, v any) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		Logger(c).Error("encoding a response", "request_id", RequestID(c), "error", err.Error())
+		Logger(c).ErrorContext(c.Request.Context(), "encoding a response", "request_id", RequestID(c), "error", err.Error())
 		c.AbortWithStatus(http.StatusInternalServerError)
 		return
 	}

@@ -105,7 +105,7 @@ func recoverWith(render Renderer) gin.HandlerFunc {
 				if r == http.ErrAbortHandler { //nolint:errorlint // net/http documents this sentinel for re-panicking; it is never wrapped
 					panic(r)
 				}
-				Logger(c).Error("panic", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				Logger(c).ErrorContext(c.Request.Context(), "panic", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				render.Abort(c, domain.Errorf(domain.CodeInternal, internalMessage))
 			}
 		}()
@@ -189,7 +189,7 @@ func (s *Edge) rateLimit(c *gin.Context, render Renderer) {
 	now := s.opts.Clock.Now()
 	d, window, refusal, err := s.takeRequest(c.Request.Context(), Actor(c), now)
 	if err != nil {
-		Logger(c).Debug("rate limiter unavailable", "error", err.Error())
+		Logger(c).DebugContext(c.Request.Context(), "rate limiter unavailable", "error", err.Error())
 		c.Next()
 		return
 	}

@@ -147,6 +147,15 @@ func (m *Metrics) WatchSubscriptions(open func() int) {
 	}, func() float64 { return float64(open()) }))
 }
 
+// WatchTraces exports how many spans the trace exporter's queue dropped
+// because it was full (a collector down or slower than the spans come).
+func (m *Metrics) WatchTraces(dropped func() uint64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "worktrack_trace_spans_dropped_total",
+		Help: "Spans dropped because the trace export queue was full.",
+	}, func() float64 { return float64(dropped()) }))
+}
+
 // Handler serves the exposition.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

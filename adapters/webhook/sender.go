@@ -19,6 +19,13 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/worktrack/worktrack/adapters/telemetry"
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
 )
@@ -90,6 +97,10 @@ type SenderOptions struct {
 	// Now is the clock that stamps webhook-timestamp and turns a
 	// Retry-After HTTP-date into a delay; default time.Now.
 	Now func() time.Time
+	// Tracing makes each attempt a client span of the trace of the request
+	// that caused its event, and sends that span as traceparent; nil
+	// traces nothing.
+	Tracing trace.TracerProvider
 }
 
 // Sender makes delivery attempts over HTTP.
@@ -97,6 +108,7 @@ type Sender struct {
 	client  *http.Client
 	timeout time.Duration
 	now     func() time.Time
+	tracer  trace.Tracer // nil when tracing is off
 }
 
 var _ ports.WebhookSender = (*Sender)(nil)
@@ -157,7 +169,12 @@ func NewSender(o SenderOptions) *Sender {
 		TLSHandshakeTimeout:   o.Timeout,
 		ResponseHeaderTimeout: o.Timeout,
 	}
+	var tracer trace.Tracer
+	if o.Tracing != nil {
+		tracer = o.Tracing.Tracer("github.com/worktrack/worktrack/adapters/webhook")
+	}
 	return &Sender{
+		tracer: tracer,
 		client: &http.Client{
 			Transport: transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -172,6 +189,56 @@ func NewSender(o SenderOptions) *Sender {
 // Send makes one attempt. Success is a 2xx status received within the
 // timeout; the response body is drained (bounded) and ignored.
 func (s *Sender) Send(ctx context.Context, a ports.WebhookAttempt) domain.AttemptResult {
+	if s.tracer == nil {
+		return s.send(ctx, a, nil)
+	}
+	ctx, span := s.tracer.Start(telemetry.ContextWithTraceParent(ctx, a.TraceParent), http.MethodPost,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attemptAttributes(a)...))
+	defer span.End()
+	res := s.send(ctx, a, span)
+	if res.StatusCode != 0 {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(res.StatusCode))
+	}
+	if !res.Succeeded() {
+		errType := "http_status"
+		if res.StatusCode == 0 {
+			errType = "transport"
+		}
+		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		span.SetStatus(codes.Error, res.Err)
+	}
+	return res
+}
+
+// attemptAttributes name an attempt's span by the HTTP client conventions
+// and the service's own keys: the receiver's URL without its query or
+// credentials, never a header value or the body.
+func attemptAttributes(a ports.WebhookAttempt) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		semconv.HTTPRequestMethodPost,
+		telemetry.WorkspaceID.String(a.WorkspaceID),
+		attribute.String("worktrack.webhook.id", a.WebhookID),
+		attribute.String("worktrack.delivery.id", a.DeliveryID),
+		attribute.String("worktrack.event.id", a.EventID),
+		attribute.Int("worktrack.delivery.attempt", a.Attempt),
+	}
+	if a.Attempt > 1 {
+		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Attempt-1))
+	}
+	if u, err := url.Parse(a.URL); err == nil {
+		attrs = append(attrs, semconv.URLFull((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()),
+			semconv.ServerAddress(u.Hostname()))
+		if port, err := strconv.Atoi(u.Port()); err == nil {
+			attrs = append(attrs, semconv.ServerPort(port))
+		}
+	}
+	return attrs
+}
+
+// send makes the attempt; a span (nil when tracing is off) is sent as
+// traceparent.
+func (s *Sender) send(ctx context.Context, a ports.WebhookAttempt, span trace.Span) domain.AttemptResult {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Body))
@@ -197,6 +264,9 @@ func (s *Sender) Send(ctx context.Context, a ports.WebhookAttempt) domain.Attemp
 	req.Header[HeaderWebhookID] = []string{a.EventID}
 	req.Header[HeaderWebhookTimestamp] = []string{strconv.FormatInt(ts, 10)}
 	req.Header[HeaderWebhookSignature] = []string{sig}
+	if span != nil {
+		telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 
 	resp, err := s.client.Do(req)
 	if err != nil {

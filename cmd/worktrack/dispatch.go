@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/worktrack/worktrack/adapters/metrics"
 	"github.com/worktrack/worktrack/adapters/store"
 	"github.com/worktrack/worktrack/adapters/webhook"
@@ -33,14 +35,14 @@ import (
 // outcome lost in a database crash means the attempt is made again, which
 // at-least-once delivery allows, and the dispatcher's commits no longer wait
 // for the disk beside the API's.
-func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger, m *metrics.Metrics) (stop func(context.Context)) {
+func startDispatcher(ctx context.Context, a *app.App, db *store.DB, cfg Config, log *slog.Logger, m *metrics.Metrics, tracing trace.TracerProvider) (stop func(context.Context)) {
 	ddb, closeDB := dispatcherDB(ctx, db, cfg, log)
 	if ddb != db {
 		if sqlDB, err := ddb.Gorm().DB(); err == nil {
 			m.WatchPool("dispatcher", sqlDB)
 		}
 	}
-	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate})
+	sender := webhook.NewSender(webhook.SenderOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate, Tracing: tracing})
 	deps := a.DispatcherDeps(sender, ddb)
 	deps.Tx, deps.Deliveries, deps.Webhooks, deps.EventLog, deps.Audit = ddb, ddb.Deliveries(), ddb.Webhooks(), ddb.Events(), ddb.Audit()
 	d := app.NewDispatcher(deps, app.DispatcherOptions{

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/worktrack/worktrack/adapters/telemetry"
 )
 
 // Log formats of WORKTRACK_LOG_FORMAT.
@@ -26,6 +28,10 @@ func newLogger(w io.Writer, cfg Config) (*slog.Logger, *logBuffer) {
 	var h slog.Handler = slog.NewJSONHandler(buf, opts)
 	if logFormat(w, cfg.LogFormat) == logText {
 		h = slog.NewTextHandler(buf, opts)
+	}
+	if telemetry.Enabled(os.Getenv) {
+		// Lines logged under a traced request carry its trace_id and span_id.
+		h = telemetry.LogHandler(h)
 	}
 	return slog.New(flushAtWarn{h, buf}), buf
 }

@@ -77,8 +77,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // openStore opens and migrates the configured database.
-func openStore(ctx context.Context, cfg Config) (*store.DB, []int64, error) {
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.WithSecrets(cfg.Secrets))
+func openStore(ctx context.Context, cfg Config, opts ...store.Option) (*store.DB, []int64, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL, append([]store.Option{store.WithSecrets(cfg.Secrets)}, opts...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/worktrack/worktrack/adapters/ratelimit"
 	"github.com/worktrack/worktrack/adapters/secretbox"
 	"github.com/worktrack/worktrack/adapters/store"
+	"github.com/worktrack/worktrack/adapters/telemetry"
 	"github.com/worktrack/worktrack/cmd/worktrack/wiring"
 	"github.com/worktrack/worktrack/core/app"
 	"github.com/worktrack/worktrack/graph/server"
@@ -54,6 +55,11 @@ func serveCmd(stderr io.Writer) *cobra.Command {
 func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- string) error {
 	log, out := newLogger(stderr, cfg)
 	defer func() { _ = out.Flush() }()
+	tracing, err := telemetry.Setup(ctx, currentBuild().Version)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(tracing, log)
 
 	// The address is taken before anything is created: a first start on a
 	// busy port must not store a bootstrap key it can then never print.
@@ -68,16 +74,19 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 	}
 	defer closeLimiter()
 
-	db, err := openServeStore(ctx, cfg, log)
+	db, err := openServeStore(ctx, cfg, log, store.WithTracing(tracing.Provider))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 
 	m := newMetrics(db)
+	if tracing.Provider != nil {
+		m.WatchTraces(tracing.Dropped)
+	}
 
 	a := newApp(db, cfg, log)
-	stopDispatcher := startDispatcher(ctx, a, db, cfg, log, m)
+	stopDispatcher := startDispatcher(ctx, a, db, cfg, log, m, tracing.Provider)
 	// On the error paths below; shutdown stops it within its timeout first.
 	defer stopDispatcher(context.Background())
 	if err := bootstrap(ctx, a, cfg, out, base); err != nil {
@@ -98,10 +107,12 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 		CORSOrigins:        cfg.CORSOrigins,
 		Ready:              db.Ping,
 		Observer:           m,
+		Tracing:            tracing.Provider,
 	}, server.Options{
 		MaxComplexity: cfg.GraphQLComplexity,
 		MaxDepth:      cfg.GraphQLDepth,
 		Logger:        log,
+		Tracing:       tracing.Provider,
 	})
 	edge.MountMetrics(m.Handler(), cfg.MetricsToken)
 	srv := httpServer(edge, log)
@@ -146,8 +157,8 @@ func newMetrics(db *store.DB) *metrics.Metrics {
 
 // openServeStore opens and migrates the database for serve, warns about
 // what shares it, and checks that the stored secrets open.
-func openServeStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.DB, error) {
-	db, applied, err := openStore(ctx, cfg)
+func openServeStore(ctx context.Context, cfg Config, log *slog.Logger, opts ...store.Option) (*store.DB, error) {
+	db, applied, err := openStore(ctx, cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +178,19 @@ func openServeStore(ctx context.Context, cfg Config, log *slog.Logger) (*store.D
 	db.SetBudget(b)
 	return db, nil
 }
+
+// flushTraces exports the spans still queued when serve returns, for at
+// most traceFlushTimeout: a collector that is down does not hold the exit.
+func flushTraces(t *telemetry.Tracing, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		log.Warn("traces: exporting the last spans failed", "error", err.Error())
+	}
+}
+
+// traceFlushTimeout bounds flushTraces.
+const traceFlushTimeout = 5 * time.Second
 
 // checkSecrets refuses to start when the keyring cannot open a stored
 // secret (a server that cannot sign deliveries must not serve), and warns

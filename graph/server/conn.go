@@ -16,8 +16,12 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
+	"github.com/worktrack/worktrack/adapters/telemetry"
 	"github.com/worktrack/worktrack/core/domain"
 )
 
@@ -86,6 +90,9 @@ type socket struct {
 	initTimeout time.Duration
 	// writeTimeout bounds one message's write (Options.WriteTimeout).
 	writeTimeout time.Duration
+	// tracer makes each message sent for a subscription a span; nil when
+	// tracing is off.
+	tracer trace.Tracer
 	// pendingAs is what the socket counts against until connection_init:
 	// its client address, or the key its upgrade request's Authorization
 	// header carried, when that key is valid (a valid key is never refused
@@ -232,9 +239,34 @@ func (s *socket) WriteJSON(v any) error {
 			s.ended(id)
 		}
 	}
+	if s.tracer != nil {
+		if typ, id := sentMessage(v); typ == "next" || typ == "data" {
+			span := s.messageSpan(id)
+			defer span.End()
+		}
+	}
 	t := time.AfterFunc(s.writeTimeout, func() { _ = s.conn.Close() })
 	defer t.Stop()
 	return s.conn.WriteJSON(v)
+}
+
+// messageSpan starts the span of a subscription message sent, in the trace
+// of the socket's upgrade request: the operation id the client gave it,
+// its workspace and request id, never its data.
+func (s *socket) messageSpan(id string) trace.Span {
+	s.mu.Lock()
+	workspace := s.who.WorkspaceID
+	s.mu.Unlock()
+	attrs := []attribute.KeyValue{
+		semconv.GraphQLOperationTypeSubscription,
+		attribute.String("worktrack.subscription.id", id),
+		telemetry.RequestID.String(httpedge.RequestID(s.gin)),
+	}
+	if workspace != "" {
+		attrs = append(attrs, telemetry.WorkspaceID.String(workspace))
+	}
+	_, span := s.tracer.Start(s.gin.Request.Context(), "subscription message", trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	return span
 }
 
 // WriteClose starts the close handshake, with the server's own code when it

@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/gin-gonic/gin"
 	"github.com/vektah/gqlparser/v2/ast"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/adapters/wire"
@@ -68,6 +69,9 @@ type Options struct {
 	// Logger receives resolver panics; errors are logged through the edge's
 	// logger (httpedge.PublicError), keyed by request id.
 	Logger *slog.Logger
+	// Tracing, when set, makes each operation, each field with a resolver
+	// and each subscription message sent a span of it; nil traces nothing.
+	Tracing trace.TracerProvider
 
 	// budget is the process's workBudget, shared by the HTTP and the
 	// WebSocket server that Mount makes. It holds MaxComplexity: one
@@ -127,6 +131,9 @@ func configure(srv executorConfig, o Options) {
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
 	srv.Use(graph.BatchLimit())
 	srv.Use(o.budget)
+	if o.Tracing != nil {
+		srv.Use(tracing{tracer: o.Tracing.Tracer(tracerName)})
+	}
 	srv.SetErrorPresenter(graph.PresentError)
 	srv.SetRecoverFunc(graph.Recover(o.Logger))
 }

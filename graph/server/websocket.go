@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
 	"github.com/vektah/gqlparser/v2/ast"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/worktrack/worktrack/adapters/httpedge"
 	"github.com/worktrack/worktrack/core/app"
@@ -96,10 +97,15 @@ type wsHandler struct {
 	initTimeout time.Duration
 	// writeTimeout bounds one message's write (Options.WriteTimeout).
 	writeTimeout time.Duration
+	// tracer traces the subscription messages sent; nil when tracing is off.
+	tracer trace.Tracer
 }
 
 func newWSHandler(edge *httpedge.Edge, api *httpedge.API, a *app.App, o Options, sockets *Sockets) *wsHandler {
 	h := &wsHandler{edge: edge, api: api, app: a, sockets: sockets, initTimeout: o.InitTimeout, writeTimeout: o.WriteTimeout}
+	if o.Tracing != nil {
+		h.tracer = o.Tracing.Tracer(tracerName)
+	}
 	srv := handler.New(graph.NewSchema(a))
 	limit := int64(wsReadLimit)
 	// No InitTimeout: the socket closes itself with 4408 after
@@ -128,6 +134,7 @@ func (h *wsHandler) upgrade(c *gin.Context) {
 	}
 	c.Abort()
 	s := newSocket(c, h.edge, h.initTimeout, h.writeTimeout)
+	s.tracer = h.tracer
 	// A valid key in the upgrade request: until connection_init the socket
 	// counts against the key, not the address. The key is checked without
 	// counting a failure against the address: connection_init does that.
