@@ -74,8 +74,10 @@ type harness struct {
 	wtDSN         string              // Worktrack's database
 	wtConn        *pgx.Conn           // on wtDSN, opened by settleDeliveries
 	servers       map[string]*process // Worktrack, by backend
-	ref           *process
-	refURL        string
+	// spans is the OTLP sink of the traced backends; nil until one starts.
+	spans  *spanSink
+	ref    *process
+	refURL string
 	// refGQL is ../shared/perf/reference-graphql, the bare gqlgen floor,
 	// over the reference's database.
 	refGQL      *process
@@ -281,7 +283,13 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 	needRef, needRefGQL := false, false
 	for _, s := range h.opts.selected {
 		needs[s.backend] = true
-		needRef = needRef || (s.ref != nil && !s.againstUnscoped) || s.refGQL
+		if s.against != "" {
+			needs[s.against] = true
+		}
+		if tracedEnv[s.backend] != nil {
+			needs[backendPostgres] = true // its database and its seed
+		}
+		needRef = needRef || (s.ref != nil && !s.againstUnscoped && s.against == "") || s.refGQL
 		needRefGQL = needRefGQL || s.refGQL
 	}
 
@@ -415,7 +423,7 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 			return nil, err
 		}
 	}
-	for _, b := range []string{backendPostgres, backendSQLite} {
+	for _, b := range []string{backendPostgres, backendSQLite, backendTraced, backendTraced1pct} {
 		if !needs[b] {
 			continue
 		}
@@ -427,14 +435,23 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := startProcess(ctx, "worktrack-"+b, filepath.Join(h.tmp, "worktrack-"+b+".log"), []string{
+		env := []string{
 			"DATABASE_URL=" + dsn,
 			"WORKTRACK_ADDR=" + addr,
 			"WORKTRACK_RATE_LIMIT=1000000000",
 			"WORKTRACK_RATE_WINDOW=1s",
 			"WORKTRACK_WEBHOOK_ALLOW_PRIVATE=true", // the receiver listens on 127.0.0.1
 			"WORKTRACK_CORS_ORIGINS=" + dashboardOrigin,
-		}, bin, "serve")
+		}
+		if traced := tracedEnv[b]; traced != nil {
+			if h.spans == nil {
+				if h.spans, err = startSpanSink(); err != nil {
+					return nil, err
+				}
+			}
+			env = append(append(env, traced...), "OTEL_EXPORTER_OTLP_ENDPOINT="+h.spans.url, "OTEL_SERVICE_NAME=worktrack-"+b)
+		}
+		p, err := startProcess(ctx, "worktrack-"+b, filepath.Join(h.tmp, "worktrack-"+b+".log"), env, bin, "serve")
 		if err != nil {
 			return nil, err
 		}
@@ -460,6 +477,9 @@ func (h *harness) prepareAndRun(ctx context.Context) ([]result, error) {
 		rows = append(rows, r)
 		if s.hooked {
 			logf("%s: the webhook receiver has had %d deliveries", s.name, h.receiver.deliveries.Load())
+		}
+		if tracedEnv[s.backend] != nil {
+			logf("%s: the span sink has had %d exports, %.1f MiB", s.name, h.spans.exports.Load(), float64(h.spans.bytes.Load())/(1<<20))
 		}
 	}
 	logf("done in %s", time.Since(start).Round(time.Second))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -43,4 +44,30 @@ func (h *harness) registerHook(ctx context.Context, base string) error {
 		return fmt.Errorf("register the webhook of rest-create-webhook: %w", err)
 	}
 	return nil
+}
+
+// spanSink is the OTLP/HTTP endpoint of the traced backends: it reads each
+// export and answers it at once, counting, so that the table measures what
+// tracing costs Worktrack, not a collector.
+type spanSink struct {
+	url            string
+	exports, bytes atomic.Int64
+}
+
+func startSpanSink() (*spanSink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("span sink: %w", err)
+	}
+	s := &spanSink{url: "http://" + ln.Addr().String()}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		s.exports.Add(1)
+		s.bytes.Add(n)
+		// An empty ExportTraceServiceResponse: all spans accepted.
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	})}
+	go func() { _ = srv.Serve(ln) }() // lives as long as the harness
+	return s, nil
 }

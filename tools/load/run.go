@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,6 +66,9 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 	switch {
 	case s.againstUnscoped:
 		otherURL, otherSecret, other = wt.url, h.data.secret, wt
+	case s.against != "":
+		o := h.servers[s.against]
+		otherURL, otherSecret, other = o.url, h.data.secret, o
 	case s.refGQL:
 		otherURL, other = h.refGQLURL, h.refGQL
 	}
@@ -81,6 +85,8 @@ func (h *harness) runScenario(ctx context.Context, s scenario) (result, error) {
 	sessionsBefore, sessionsErr := int64(0), error(nil)
 	if s.backend == backendPostgres {
 		sessionsBefore, sessionsErr = h.sessions(ctx)
+	} else {
+		sessionsErr = errors.New("not the PostgreSQL backend") // other servers share its database
 	}
 	rss := sampleRSS(wt.pid())
 	if s.hooked {

@@ -30,6 +30,10 @@ type scenario struct {
 	// refGQL makes the other side ../shared/perf/reference-graphql, the
 	// bare gqlgen floor.
 	refGQL bool
+	// against, when set, makes the other side the Worktrack server of that
+	// backend with the unscoped key: the traced servers run against the
+	// untraced one, on the same database.
+	against string
 	// note, when set, is the table's note on the row.
 	note string
 }
@@ -50,7 +54,19 @@ type target struct {
 const (
 	backendPostgres = "postgres"
 	backendSQLite   = "sqlite"
+	// backendTraced and backendTraced1pct are Worktrack on the PostgreSQL
+	// backend's database with tracing on, exporting over OTLP/HTTP to the
+	// harness's span sink: every request sampled, and 1 in 100.
+	backendTraced     = "postgres-traced"
+	backendTraced1pct = "postgres-traced-1pct"
 )
+
+// tracedEnv are the OTEL_* variables of a traced backend (the sink's
+// endpoint is added when the server starts).
+var tracedEnv = map[string][]string{
+	backendTraced:     {"OTEL_TRACES_SAMPLER=parentbased_always_on"},
+	backendTraced1pct: {"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01"},
+}
 
 var (
 	refGet   = &target{script: "get.lua", paths: "ref_get"}
@@ -62,6 +78,13 @@ var (
 var scenarios = []scenario{
 	{name: "rest-get", backend: backendPostgres,
 		wt: target{script: "get.lua", paths: "wt_get"}, ref: refGet},
+	// rest-get with tracing on, against the same server with it off
+	// (docs/operations.md#traces; targets: at least 0.85 with every request
+	// sampled, 0.97 at 1 in 100).
+	{name: "rest-get-traced", backend: backendTraced, against: backendPostgres,
+		wt: target{script: "get.lua", paths: "wt_get"}, ref: &target{script: "get.lua", paths: "wt_get"}},
+	{name: "rest-get-traced-1pct", backend: backendTraced1pct, against: backendPostgres,
+		wt: target{script: "get.lua", paths: "wt_get"}, ref: &target{script: "get.lua", paths: "wt_get"}},
 	{name: "rest-page1", backend: backendPostgres,
 		wt: target{script: "get.lua", paths: "wt_page1"}, ref: refPage1},
 	{name: "rest-page40", backend: backendPostgres,
