@@ -126,9 +126,9 @@ type Edge struct {
 	prefixes []string
 	// running are the idempotency keys of requests still executing.
 	running runningKeys
-	// handler serves requests: the engine, behind the server span when
-	// traced.
-	handler http.Handler
+	// tracer makes each request a server span (serverSpan); nil when
+	// tracing is off.
+	tracer trace.Tracer
 }
 
 // New builds the engine: request ids, the access log and panic recovery on
@@ -149,12 +149,13 @@ func New(auth Authenticator, opts Options) *Edge {
 		opts.Logger.Warn("ignoring bad trusted proxies", "error", err)
 	}
 	// Preflights are answered here, before any API's authentication.
-	e.Use(s.requestID, s.accessLog, recoverWith(ErrorObject), corsMiddleware(opts.CORSOrigins))
-	s.handler = e
 	if opts.Tracing != nil {
-		e.Use(s.traceRoute)
-		s.handler = traced(e, opts.Tracing)
+		s.tracer = opts.Tracing.Tracer("github.com/worktrack/worktrack/adapters/httpedge")
+		e.Use(s.requestID, s.serverSpan)
+	} else {
+		e.Use(s.requestID)
 	}
+	e.Use(s.accessLog, recoverWith(ErrorObject), corsMiddleware(opts.CORSOrigins))
 
 	e.GET("/healthz", func(c *gin.Context) { JSON(c, http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/readyz", s.ready)
@@ -196,7 +197,7 @@ func (s *Edge) MountMetrics(h http.Handler, token string) {
 func (s *Edge) Engine() *gin.Engine { return s.engine }
 
 // ServeHTTP serves a request through the engine.
-func (s *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+func (s *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
 
 // API is one API mounted on the edge: its path prefix and the renderer of
 // its errors.

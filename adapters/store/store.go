@@ -290,9 +290,9 @@ func postgresConfig(url string, o *options) (*pgx.ConnConfig, error) {
 		cfg.ConnectTimeout = ConnectTimeout
 	}
 	if o.tracer != nil {
-		cfg.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(o.tracer),
+		cfg.Tracer = recordingOnly{otelpgx.NewTracer(otelpgx.WithTracerProvider(o.tracer),
 			otelpgx.WithMeterProvider(noopmetric.NewMeterProvider()),
-			otelpgx.WithDisableConnectionDetailsInAttributes())
+			otelpgx.WithDisableConnectionDetailsInAttributes())}
 	}
 	return cfg, nil
 }

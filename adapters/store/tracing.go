@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/XSAM/otelsql"
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5"
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -64,4 +66,81 @@ func traceParentOf(ctx context.Context) *string {
 	}
 	tp := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 	return &tp
+}
+
+// recordingOnly passes pgx's statements, batches, copies and prepares to
+// otelpgx only under a recording span. otelpgx itself starts no span
+// without one, but still stamps the context and builds its metrics'
+// attributes for every statement: at a sampling ratio of 0.01 that was
+// most of what tracing cost an untraced request. Connects are not traced.
+type recordingOnly struct{ t *otelpgx.Tracer }
+
+var (
+	_ pgx.QueryTracer    = recordingOnly{}
+	_ pgx.BatchTracer    = recordingOnly{}
+	_ pgx.CopyFromTracer = recordingOnly{}
+	_ pgx.PrepareTracer  = recordingOnly{}
+)
+
+func recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
+
+// The ...End methods see the context their ...Start returned: the
+// statement's own span when one was started, else the caller's.
+
+func (r recordingOnly) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !recording(ctx) {
+		return ctx
+	}
+	return r.t.TraceQueryStart(ctx, c, d)
+}
+
+func (r recordingOnly) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
+	if recording(ctx) {
+		r.t.TraceQueryEnd(ctx, c, d)
+	}
+}
+
+func (r recordingOnly) TraceBatchStart(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	if !recording(ctx) {
+		return ctx
+	}
+	return r.t.TraceBatchStart(ctx, c, d)
+}
+
+func (r recordingOnly) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if recording(ctx) {
+		r.t.TraceBatchQuery(ctx, c, d)
+	}
+}
+
+func (r recordingOnly) TraceBatchEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchEndData) {
+	if recording(ctx) {
+		r.t.TraceBatchEnd(ctx, c, d)
+	}
+}
+
+func (r recordingOnly) TraceCopyFromStart(ctx context.Context, c *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	if !recording(ctx) {
+		return ctx
+	}
+	return r.t.TraceCopyFromStart(ctx, c, d)
+}
+
+func (r recordingOnly) TraceCopyFromEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceCopyFromEndData) {
+	if recording(ctx) {
+		r.t.TraceCopyFromEnd(ctx, c, d)
+	}
+}
+
+func (r recordingOnly) TracePrepareStart(ctx context.Context, c *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
+	if !recording(ctx) {
+		return ctx
+	}
+	return r.t.TracePrepareStart(ctx, c, d)
+}
+
+func (r recordingOnly) TracePrepareEnd(ctx context.Context, c *pgx.Conn, d pgx.TracePrepareEndData) {
+	if recording(ctx) {
+		r.t.TracePrepareEnd(ctx, c, d)
+	}
 }

@@ -10,13 +10,14 @@ import (
 // LogHandler gives every record logged with a traced context (the
 // logger's ...Context methods, LogAttrs) that context's trace_id and
 // span_id, so that a log line leads to its trace and back. Records without
-// a span are passed on as they are.
+// a sampled span (untraced, or left out by the sampler: no trace of theirs
+// reaches the collector) are passed on as they are.
 func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
 
 type logHandler struct{ slog.Handler }
 
 func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && sc.IsSampled() {
 		r = r.Clone()
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}

@@ -155,10 +155,14 @@ func (scopeAttributes) OnStart(parent context.Context, s sdktrace.ReadWriteSpan)
 	if !s.IsRecording() {
 		return
 	}
-	if id := ports.RequestInfoFrom(parent).RequestID; id != "" {
+	id := ports.RequestInfoFrom(parent).RequestID
+	scope, _ := ports.DBScopeOf(parent)
+	switch {
+	case id != "" && scope.WorkspaceID != "":
+		s.SetAttributes(RequestID.String(id), WorkspaceID.String(scope.WorkspaceID))
+	case id != "":
 		s.SetAttributes(RequestID.String(id))
-	}
-	if scope, ok := ports.DBScopeOf(parent); ok && scope.WorkspaceID != "" {
+	case scope.WorkspaceID != "":
 		s.SetAttributes(WorkspaceID.String(scope.WorkspaceID))
 	}
 }

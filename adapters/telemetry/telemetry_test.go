@@ -164,4 +164,18 @@ func TestLogLinesOfATracedContextCarryItsIDs(t *testing.T) {
 	if _, ok := untraced["trace_id"]; ok {
 		t.Fatalf("untraced line %v has a trace_id", untraced)
 	}
+
+	// A request the sampler left out: its trace reaches no collector, so
+	// its lines do not point at one.
+	buf.Reset()
+	never := telemetry.New(tracetest.NewSpanRecorder(), sdktrace.WithSampler(sdktrace.NeverSample()))
+	ctx, unsampled := never.Provider.Tracer("test").Start(context.Background(), "request")
+	if !unsampled.SpanContext().IsValid() {
+		t.Fatal("an unsampled span has no trace id")
+	}
+	log.InfoContext(ctx, "unsampled")
+	unsampled.End()
+	if strings.Contains(buf.String(), "trace_id") {
+		t.Fatalf("an unsampled request's line has a trace_id: %s", buf.String())
+	}
 }
