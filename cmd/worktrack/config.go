@@ -119,6 +119,9 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_PPROF_ADDR              serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060 (default off)
   WORKTRACK_SECRETS_KEY             base64 of 32 random bytes (openssl rand -base64 32), comma-separated, newest
                                     first: stored webhook secrets are encrypted with it (default: stored in plaintext)
+  OTEL_EXPORTER_OTLP_ENDPOINT       send traces to this OpenTelemetry collector (OTLP/HTTP, or gRPC with
+                                    OTEL_EXPORTER_OTLP_PROTOCOL=grpc); the other OTEL_* variables as the
+                                    specification says (default: tracing off; docs/operations.md#traces)
 
 A bad value stops serve with one line naming the variable.`
 
