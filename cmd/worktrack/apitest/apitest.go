@@ -247,11 +247,7 @@ func (e *Env) Do(r Request) *Response {
 		req.RemoteAddr = r.RemoteAddr
 	}
 	rec := httptest.NewRecorder()
-	if e.Edge != nil {
-		e.Edge.ServeHTTP(rec, req) // behind the server span, when traced
-	} else {
-		e.Engine.ServeHTTP(rec, req)
-	}
+	e.Engine.ServeHTTP(rec, req)
 	res := &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 	CheckOpenAPI(e.T, req, res.Status, res.Header, res.Body)
 	if len(res.Body) > 0 && strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
