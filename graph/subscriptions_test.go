@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1023,7 +1024,7 @@ func TestSubscribeRefusedForTheDatabaseShareCanBeSentAgain(t *testing.T) {
 		// The share is free again, with a queue as in production (with
 		// none, the socket's own periodic key check could take the one
 		// slot at the moment of the subscribe).
-		db.SetBudget(store.DefaultBudget(db.MaxOpenConns()))
+		db.SetBudget(store.DefaultBudget(db.MaxOpenConns(), runtime.GOMAXPROCS(0)))
 		c.subscribe("2", eventsSubscription, map[string]any{"types": []string{"TASK_CREATED"}})
 		waitForSubscriptions(t, e, 2)
 		e.Send(http.MethodPost, "/v1/projects/"+prj.Str("id")+"/tasks", e.Member.Key, map[string]any{"title": "After"}).

@@ -28,6 +28,7 @@ type Metrics struct {
 	duration   *prometheus.HistogramVec
 	deliveries *prometheus.CounterVec
 	refusals   *prometheus.CounterVec
+	seatWait   prometheus.Histogram
 }
 
 // New registers the request and delivery instruments and Go's runtime and
@@ -54,13 +55,18 @@ func New() *Metrics {
 			Help: "Requests, operations and sockets refused for a shared limit, by the limit (reason): auth_failures, rate_limit, graphql_cost, subscriptions_per_key, sockets_per_key, pending_sockets, socket_init_timeout, webhooks_per_workspace, api_keys_per_user.",
 		}, []string{"reason"}),
 	}
+	m.seatWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "worktrack_db_seat_wait_seconds",
+		Help:    "How long each statement or transaction of an API request waited for its database seats (0 when free).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	})
 	for _, o := range []string{outcomeSucceeded, outcomeRetry, outcomeFailed} {
 		m.deliveries.WithLabelValues(o) // present at 0 from the start
 	}
 	for _, l := range domain.Limits {
 		m.refusals.WithLabelValues(l)
 	}
-	reg.MustRegister(m.requests, m.duration, m.deliveries, m.refusals,
+	reg.MustRegister(m.requests, m.duration, m.deliveries, m.refusals, m.seatWait,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -154,6 +160,30 @@ func (m *Metrics) WatchTraces(dropped func() uint64) {
 		Name: "worktrack_trace_spans_dropped_total",
 		Help: "Spans dropped because the trace export queue was full.",
 	}, func() float64 { return float64(dropped()) }))
+}
+
+// ObserveSeatWait observes how long one piece of database work waited for
+// its seats (zero when it found them free).
+func (m *Metrics) ObserveSeatWait(d time.Duration) { m.seatWait.Observe(d.Seconds()) }
+
+// SeatsFunc reads the database seats: how many there are, how many are
+// held, and how many pieces of work wait for them.
+type SeatsFunc func() (capacity, inUse, waiting int)
+
+// WatchSeats exports the database seats (docs/operations.md#the-database-budget).
+func (m *Metrics) WatchSeats(read SeatsFunc) {
+	gauge := func(name, help string, pick func(capacity, inUse, waiting int) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return float64(pick(read())) })
+	}
+	m.reg.MustRegister(
+		gauge("worktrack_db_seats", "Seats of database work in the process: how much runs at once.",
+			func(c, _, _ int) int { return c }),
+		gauge("worktrack_db_seats_in_use", "Seats held now by running statements and transactions.",
+			func(_, u, _ int) int { return u }),
+		gauge("worktrack_db_seat_queue", "Statements and transactions waiting for seats now, all workspaces.",
+			func(_, _, w int) int { return w }),
+	)
 }
 
 // Handler serves the exposition.

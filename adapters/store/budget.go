@@ -5,12 +5,15 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	sqlite "github.com/glebarez/go-sqlite"
 	"gorm.io/gorm"
+
+	"github.com/worktrack/worktrack/adapters/seats"
 
 	"github.com/worktrack/worktrack/core/domain"
 	"github.com/worktrack/worktrack/core/ports"
@@ -24,22 +27,54 @@ type Budget struct {
 	// check it as they read) and the request answered with a 503 naming
 	// statement_timeout. Zero leaves statements unbounded.
 	StatementTimeout time.Duration
-	// WorkspaceShare is how many statements (or transactions) of one
-	// workspace hold connections at once; zero leaves workspaces unbounded.
+	// Seats is how much database work of all workspaces runs at once:
+	// each statement (or transaction) holds seats by its weight
+	// (ports.WithDBWeight: one per SeatWeight begun) while it runs, and
+	// waits in its workspace's queue for them, the workspaces served in
+	// turn (adapters/seats). Zero bounds only each workspace's share.
+	Seats int
+	// WorkspaceShare is how many seats one workspace holds at once; zero
+	// leaves work unseated.
 	WorkspaceShare int
-	// WorkspaceQueue is how many more of one workspace's may wait for its
-	// share; beyond it, or after waiting StatementTimeout, a statement is
-	// refused with a 429 naming database_share.
+	// WorkspaceQueue is how many more of one workspace's statements may
+	// wait for seats; beyond it, or after waiting StatementTimeout, a
+	// statement is refused with a 429 naming database_share.
 	WorkspaceQueue int
 }
 
-// DefaultBudget is the budget of a pool of maxOpen connections: statements
-// stop after 5 s, and one workspace holds at most a quarter of the pool
-// (at least 2), with up to QueueFor(share) more waiting.
-func DefaultBudget(maxOpen int) Budget {
-	share := max((maxOpen+3)/4, 2)
-	return Budget{StatementTimeout: 5 * time.Second, WorkspaceShare: share, WorkspaceQueue: QueueFor(share)}
+// SeatWeight is the weight of work one seat holds: a read of up to
+// SeatWeight-1 rows takes one seat, a search (domain.SearchWeight) two, a
+// count of a search three.
+const SeatWeight = 1000
+
+// seatsFor is how many seats work of weight w takes.
+func seatsFor(w int) int { return 1 + max(w, 0)/SeatWeight }
+
+// weighed is ctx with the weight of the work under it, when that work
+// takes more than one seat (one is every context's).
+func weighed(ctx context.Context, w int) context.Context {
+	if w < SeatWeight {
+		return ctx
+	}
+	return ports.WithDBWeight(ctx, w)
 }
+
+// DefaultBudget is the budget of a pool of maxOpen connections on a
+// machine of cores: statements stop after 5 s; DefaultSeats seats; one
+// workspace holds at most a quarter of the pool's (at least 2), with up to
+// QueueFor(share) more waiting.
+func DefaultBudget(maxOpen, cores int) Budget {
+	share := max((maxOpen+3)/4, 2)
+	return Budget{StatementTimeout: 5 * time.Second, Seats: max(DefaultSeats(maxOpen, cores), share),
+		WorkspaceShare: share, WorkspaceQueue: QueueFor(share)}
+}
+
+// DefaultSeats is four seats a core, at least 8 and at most the pool: the
+// database work that runs at once is what the machine's cores (shared
+// with the database on a small machine) keep busy, not what the pool
+// could open; beyond it work waits in its workspace's turn rather than
+// for a core behind another workspace's flood.
+func DefaultSeats(maxOpen, cores int) int { return min(max(4*cores, 8), maxOpen) }
 
 // QueueFor is the queue of a workspace's share: 64 statements, or eight
 // per slot of a larger share. A busy integration's 32 concurrent requests
@@ -51,8 +86,25 @@ func (db *DB) MaxOpenConns() int { return db.sql.Stats().MaxOpenConnections }
 
 // SetBudget bounds the statements made under a ports.DBScope from now on.
 func (db *DB) SetBudget(b Budget) {
-	db.budget.Store(&budget{Budget: b, shares: map[string]*workspaceShare{}})
+	nb := &budget{Budget: b}
+	if b.WorkspaceShare > 0 {
+		capacity := b.Seats
+		if capacity <= 0 {
+			capacity = math.MaxInt32
+		}
+		nb.seats = seats.New(seats.Limits{Capacity: max(capacity, b.WorkspaceShare), Share: b.WorkspaceShare, Queue: b.WorkspaceQueue})
+		nb.seats.OnGrant(func(wait time.Duration) {
+			if fn := db.onSeatWait.Load(); fn != nil {
+				(*fn)(wait)
+			}
+		})
+	}
+	db.budget.Store(nb)
 }
+
+// ObserveSeatWaits has fn called with each seat grant's wait (zero for
+// most), under this budget and the ones set later.
+func (db *DB) ObserveSeatWaits(fn func(time.Duration)) { db.onSeatWait.Store(&fn) }
 
 // Budget is the budget in force.
 func (db *DB) Budget() Budget {
@@ -62,35 +114,28 @@ func (db *DB) Budget() Budget {
 	return Budget{}
 }
 
-// QueuedStatements is how many statements or transactions of the
-// workspace wait for a slot of its share now (tests wait on it to know a
-// statement is queued, not merely started).
-func (db *DB) QueuedStatements(workspaceID string) int {
-	b := db.budget.Load()
-	if b == nil {
-		return 0
+// SeatStats reads the seats of the budget in force (zero without seats).
+func (db *DB) SeatStats() seats.Stats {
+	if b := db.budget.Load(); b != nil && b.seats != nil {
+		return b.seats.Stats()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := b.shares[workspaceID]; s != nil {
-		return s.waiting
+	return seats.Stats{}
+}
+
+// QueuedStatements is how many statements or transactions of the
+// workspace wait for seats now (tests wait on it to know a statement is
+// queued, not merely started).
+func (db *DB) QueuedStatements(workspaceID string) int {
+	if b := db.budget.Load(); b != nil && b.seats != nil {
+		_, queued := b.seats.Held(workspaceID)
+		return queued
 	}
 	return 0
 }
 
 type budget struct {
 	Budget
-	mu     sync.Mutex
-	shares map[string]*workspaceShare
-}
-
-// workspaceShare is one workspace's slots: a semaphore of WorkspaceShare,
-// and how many statements hold or wait for it (the entry is dropped when
-// none do).
-type workspaceShare struct {
-	slots   chan struct{}
-	users   int
-	waiting int
+	seats *seats.Seats
 }
 
 // errStatementTimeout is the answer to a request whose statement ran past
@@ -103,14 +148,15 @@ func errStatementTimeout(d time.Duration) *domain.Error {
 var errDatabaseShare = domain.Refusal(domain.CodeTooManyRequests, domain.LimitDatabaseShare,
 	"Your workspace is using its whole share of the database. Retry after the time in the Retry-After header.")
 
-// admit takes a slot of ctx's workspace for one statement or transaction,
-// waiting in the workspace's queue for at most the statement timeout, and
-// returns ctx marked as holding it with its release. A context with no
-// scope, or whose statement or transaction holds a slot already, takes
-// none: ctx comes back as it is, with a nil release.
+// admit seats one statement or transaction of ctx's workspace by its
+// weight, waiting in the workspace's queue for at most the statement
+// timeout, and returns ctx marked as seated with the release of its
+// seats. A context with no scope, or whose statement or transaction is
+// seated already, takes none: ctx comes back as it is, with a nil
+// release. The wait and the time seated are added to the scope's Phases.
 func (db *DB) admit(ctx context.Context) (context.Context, func(), error) {
 	b := db.budget.Load()
-	if b == nil || b.WorkspaceShare <= 0 {
+	if b == nil || b.seats == nil {
 		return ctx, nil, nil
 	}
 	scope, ok := ports.DBScopeOf(ctx)
@@ -121,84 +167,40 @@ func (db *DB) admit(ctx context.Context) (context.Context, func(), error) {
 		return ctx, nil, nil
 	}
 	if _, inTx := ctx.Value(txKey{db}).(*gorm.DB); inTx {
-		return ctx, nil, nil // its transaction holds the connection
+		return ctx, nil, nil // its transaction holds the seats
 	}
-	release, err := b.take(ctx, scope.WorkspaceID)
-	if err != nil {
-		return ctx, nil, err
+	n := seatsFor(ports.DBWeightOf(ctx))
+	start := time.Now()
+	h := b.seats.TryAcquire(scope.WorkspaceID, n)
+	seated := start
+	if h == nil {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if b.StatementTimeout > 0 {
+			wctx, cancel = context.WithTimeoutCause(ctx, b.StatementTimeout, errDatabaseShare)
+		}
+		var err error
+		h, err = b.seats.Acquire(wctx, scope.WorkspaceID, n)
+		cancel()
+		seated = time.Now()
+		scope.Phases.AddQueued(seated.Sub(start))
+		if errors.Is(err, seats.ErrQueueFull) {
+			err = errDatabaseShare
+		}
+		if err != nil {
+			return ctx, nil, err
+		}
 	}
-	return context.WithValue(ctx, slotKey{db}, true), release, nil
+	return context.WithValue(ctx, slotKey{db}, true), func() {
+		h.Release()
+		scope.Phases.AddDatabase(time.Since(seated))
+	}, nil
 }
 
-// slotKey marks a context whose statement or transaction holds a slot of
-// its workspace's share: what runs under it (a statement of the
-// transaction, even on GORM's own handle of it; a statement GORM nests in
-// another) takes no second one, which could wait for ever on its own
-// holder.
+// slotKey marks a context whose statement or transaction is seated: what
+// runs under it (a statement of the transaction, even on GORM's own handle
+// of it; a statement GORM nests in another) takes no seats of its own,
+// which could wait for ever on its own holder.
 type slotKey struct{ db *DB }
-
-func (b *budget) take(ctx context.Context, workspaceID string) (func(), error) {
-	b.mu.Lock()
-	s := b.shares[workspaceID]
-	if s == nil {
-		s = &workspaceShare{slots: make(chan struct{}, b.WorkspaceShare)}
-		b.shares[workspaceID] = s
-	}
-	select {
-	case s.slots <- struct{}{}:
-		s.users++
-		b.mu.Unlock()
-		return func() { b.give(workspaceID, s) }, nil
-	default:
-	}
-	if s.waiting >= b.WorkspaceQueue {
-		b.drop(workspaceID, s)
-		b.mu.Unlock()
-		return nil, errDatabaseShare
-	}
-	s.users++
-	s.waiting++
-	b.mu.Unlock()
-	var timeout <-chan time.Time
-	if b.StatementTimeout > 0 {
-		t := time.NewTimer(b.StatementTimeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var err error
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		err = context.Cause(ctx)
-	case <-timeout:
-		err = errDatabaseShare
-	}
-	b.mu.Lock()
-	s.waiting--
-	if err != nil {
-		s.users--
-		b.drop(workspaceID, s)
-		b.mu.Unlock()
-		return nil, err
-	}
-	b.mu.Unlock()
-	return func() { b.give(workspaceID, s) }, nil
-}
-
-func (b *budget) give(workspaceID string, s *workspaceShare) {
-	<-s.slots
-	b.mu.Lock()
-	s.users--
-	b.drop(workspaceID, s)
-	b.mu.Unlock()
-}
-
-// drop forgets s once nobody holds or waits for it; b.mu is held.
-func (b *budget) drop(workspaceID string, s *workspaceShare) {
-	if s.users == 0 && b.shares[workspaceID] == s {
-		delete(b.shares, workspaceID)
-	}
-}
 
 // deadline is the context of one statement made under ctx: ctx with the
 // statement timeout when ctx has a scope, and the function that ends it,

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -215,4 +217,188 @@ func waitQueued(t *testing.T, db *store.DB, workspaceID string, n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// holding waits until the workspace holds n seats (no bound of its own:
+// the test's deadline is it).
+func holding(db *store.DB, workspaceID string, n int) {
+	for db.Holding(workspaceID) != n {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// queuedFor waits until n statements of the workspace wait for seats.
+func queuedFor(db *store.DB, workspaceID string, n int) {
+	for db.Waiting(workspaceID) != n {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The seats are served to workspaces in turn: with every seat held by A
+// and A's queue full of statements, B's one statement is seated at the
+// first seat freed, before any of A's queue; A's then run in their order.
+// Costly work holds seats by its weight.
+func TestSeatsServeAnotherWorkspaceBeforeAFloodsQueue(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		if db.MaxOpenConns() < 4 {
+			t.Skip("needs a pool of 4")
+		}
+		db.SetBudget(store.Budget{StatementTimeout: time.Hour, Seats: 2, WorkspaceShare: 2, WorkspaceQueue: 10})
+		q, args := endless(db)
+		a := ports.WithDBScope(context.Background(), "wsp_a")
+		b := ports.WithDBScope(context.Background(), "wsp_b")
+		var wg sync.WaitGroup
+		first, stopFirst := context.WithCancel(a)
+		second, stopSecond := context.WithCancel(a)
+		for _, ctx := range []context.Context{first, second} {
+			wg.Go(func() { _, _ = db.ReadCount(ctx, q, args...) })
+		}
+		holding(db, "wsp_a", 2)
+
+		var mu sync.Mutex
+		var order []string
+		run := func(ctx context.Context, name string) {
+			wg.Go(func() {
+				if _, err := db.ReadCount(ctx, "SELECT count(*) FROM workspaces"); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+			})
+		}
+		for i, name := range []string{"a1", "a2", "a3"} {
+			run(a, name)
+			queuedFor(db, "wsp_a", i+1)
+		}
+		run(b, "b")
+		queuedFor(db, "wsp_b", 1)
+
+		stopFirst()
+		for {
+			mu.Lock()
+			n := len(order)
+			mu.Unlock()
+			if n == 4 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if want := []string{"b", "a1", "a2", "a3"}; !slices.Equal(order, want) {
+			t.Fatalf("served %v, want %v: B's statement at the first free seat, then A's queue in order", order, want)
+		}
+
+		// A search's weight holds two seats: with A's endless one holding
+		// one, a second seat is all that is left, and B's statement waits
+		// for it rather than A's search.
+		search, stopSearch := context.WithCancel(ports.WithDBWeight(a, domain.SearchWeight))
+		stopSecond()
+		holding(db, "wsp_a", 0)
+		wg.Go(func() { _, _ = db.ReadCount(search, q, args...) })
+		holding(db, "wsp_a", 2)
+		if st := db.SeatStats(); st.InUse != 2 || st.Capacity != 2 {
+			t.Fatalf("a search alone: %+v, want both seats in use", st)
+		}
+		stopSearch()
+		wg.Wait()
+		if st := db.SeatStats(); st.InUse != 0 || st.Waiting != 0 || st.Flows != 0 {
+			t.Fatalf("at the end: %+v, want every seat back", st)
+		}
+	})
+}
+
+// On SQLite, whose writer is one, write transactions queue by workspace
+// and are served in turn: B's one write goes before A's queued bulk
+// writes, not after them all.
+func TestSQLiteWritesAreServedInTurn(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	a := ports.WithDBScope(context.Background(), "wsp_a")
+	b := ports.WithDBScope(context.Background(), "wsp_b")
+	inTx, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = db.InTx(a, func(context.Context) error {
+			close(inTx)
+			<-release
+			return nil
+		})
+	})
+	<-inTx
+	var mu sync.Mutex
+	var order []string
+	write := func(ctx context.Context, name string) {
+		wg.Go(func() {
+			if err := db.InTx(ctx, func(ctx context.Context) error {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				return nil
+			}); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	for i, name := range []string{"a1", "a2", "a3"} {
+		write(a, name)
+		for db.QueuedWrites("wsp_a") != i+1 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	write(b, "b")
+	for db.QueuedWrites("wsp_b") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if want := []string{"b", "a1", "a2", "a3"}; !slices.Equal(order, want) {
+		t.Fatalf("wrote %v, want %v", order, want)
+	}
+}
+
+// Seats come back on every path: a statement that fails, one whose
+// context ends while it runs or while it waits, a transaction that fails
+// or panics.
+func TestSeatsComeBackOnEveryPath(t *testing.T) {
+	t.Parallel()
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		db.SetBudget(store.Budget{StatementTimeout: time.Hour, Seats: 2, WorkspaceShare: 1, WorkspaceQueue: 10})
+		a := ports.WithDBScope(context.Background(), "wsp_a")
+		if _, err := db.ReadCount(a, "SELECT count(*) FROM no_such_table"); err == nil {
+			t.Fatal("a statement on no table did not fail")
+		}
+		q, args := endless(db)
+		running, stop := context.WithCancel(a)
+		done := make(chan error, 1)
+		go func() { _, err := db.ReadCount(running, q, args...); done <- err }()
+		holding(db, "wsp_a", 1)
+		waiting, stopWaiting := context.WithCancel(a)
+		waited := make(chan error, 1)
+		go func() { _, err := db.ReadCount(waiting, "SELECT count(*) FROM workspaces"); waited <- err }()
+		queuedFor(db, "wsp_a", 1)
+		stopWaiting()
+		if err := <-waited; err == nil {
+			t.Fatal("a statement whose context ended while it waited ran")
+		}
+		stop()
+		if err := <-done; err == nil {
+			t.Fatal("a statement whose context ended while it ran returned no error")
+		}
+		failed := errors.New("rolled back")
+		if err := db.InTx(a, func(context.Context) error { return failed }); !errors.Is(err, failed) {
+			t.Fatalf("a failing transaction: %v", err)
+		}
+		func() {
+			defer func() { _ = recover() }()
+			_ = db.InTx(a, func(context.Context) error { panic("in a transaction") })
+		}()
+		if st := db.SeatStats(); st.InUse != 0 || st.Waiting != 0 || st.Flows != 0 {
+			t.Fatalf("after every path: %+v, want every seat back", st)
+		}
+		// And the workspace's next statement runs at once.
+		if _, err := db.ReadCount(a, "SELECT count(*) FROM workspaces"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -61,7 +61,14 @@ func (s *DeliveryStore) claim(ctx context.Context, r ports.ClaimRequest) ([]port
 	} else {
 		q := sqliteClaim(r)
 		var ids []string
-		err := s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
+		// The lease is a write: it waits for the writer in its turn, as a
+		// transaction does, rather than in SQLite's busy handler, which a
+		// stream of other writers could keep it in.
+		release, err := s.db.takeWriter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
 			for rows.Next() {
 				var id string
 				if err := rows.Scan(&id); err != nil {
@@ -71,6 +78,7 @@ func (s *DeliveryStore) claim(ctx context.Context, r ports.ClaimRequest) ([]port
 			}
 			return nil
 		})
+		release()
 		if err != nil {
 			return nil, fmt.Errorf("store: claim deliveries: %w", err)
 		}

@@ -64,24 +64,26 @@ func (db *DB) ReadCount(ctx context.Context, q string, args ...any) (int64, erro
 // LiveArg is the argument that becomes a SQLite statement's context token.
 var LiveArg any = sqliteLiveArg{}
 
-// Waiting is how many statements of the workspace wait for its share.
+// Waiting is how many statements of the workspace wait for seats.
 func (db *DB) Waiting(workspaceID string) int {
-	b := db.budget.Load()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := b.shares[workspaceID]; s != nil {
-		return s.waiting
+	return db.QueuedStatements(workspaceID)
+}
+
+// Holding is how many seats the workspace holds.
+func (db *DB) Holding(workspaceID string) int {
+	if b := db.budget.Load(); b != nil && b.seats != nil {
+		held, _ := b.seats.Held(workspaceID)
+		return held
 	}
 	return 0
 }
 
-// Holding is how many statements of the workspace hold its share.
-func (db *DB) Holding(workspaceID string) int {
-	b := db.budget.Load()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := b.shares[workspaceID]; s != nil {
-		return len(s.slots)
+// QueuedWrites is how many write transactions of the workspace wait for
+// SQLite's writer.
+func (db *DB) QueuedWrites(workspaceID string) int {
+	if db.writer == nil {
+		return 0
 	}
-	return 0
+	_, queued := db.writer.Held(workspaceID)
+	return queued
 }

@@ -63,9 +63,12 @@ func (db *DB) Import(ctx context.Context, mode ports.ImportMode, src ports.Impor
 		})
 		return res, err
 	}
-	if db.writeLock != nil {
-		db.writeLock <- struct{}{}
-		defer func() { <-db.writeLock }()
+	if db.writer != nil {
+		w, err := db.writer.Acquire(ctx, "", 1)
+		if err != nil {
+			return res, err
+		}
+		defer w.Release()
 	}
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return res, fmt.Errorf("store: import: begin: %w", err)

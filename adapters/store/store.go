@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/worktrack/worktrack/adapters/seats"
 	"github.com/worktrack/worktrack/adapters/secretbox"
 )
 
@@ -48,12 +50,16 @@ type DB struct {
 	// rawHook sees, and may refuse, the statements that bypass GORM
 	// (ObserveRawReads, InterceptRawStatements).
 	rawHook atomic.Pointer[func(ctx context.Context, sql string) error]
-	// writeLock serialises write transactions of this process on a SQLite
-	// file: SQLite has one writer at a time anyway, and waiting here is cheaper
-	// and fairer than every transaction spinning in SQLite's busy handler.
-	// Other processes on the same file are held off by the busy timeout. Nil
-	// for PostgreSQL.
-	writeLock chan struct{}
+	// writer serialises write transactions of this process on a SQLite
+	// file: SQLite has one writer at a time anyway, and waiting here is
+	// cheaper and fairer than every transaction spinning in SQLite's busy
+	// handler. It is one seat, queued for by workspace and served in turn,
+	// so that one workspace's queue of bulk writes does not stand before
+	// another's single write. Other processes on the same file are held
+	// off by the busy timeout. Nil for PostgreSQL.
+	writer *seats.Seats
+	// onSeatWait observes each seat grant's wait (ObserveSeatWaits).
+	onSeatWait atomic.Pointer[func(time.Duration)]
 	// secrets seals the secrets the store keeps; nil keeps them as they are.
 	secrets *secretbox.Keyring
 	// url is what Open was given; the PostgreSQL delivery watcher opens its
@@ -236,7 +242,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return db.gorm.WithContext(ctx).Exec("SELECT pg_notify("+channelExpr+", ?)", db.origin).Error
 	}
 	if dialect == DialectSQLite && !memory {
-		db.writeLock = make(chan struct{}, 1)
+		db.writer = seats.New(seats.Limits{Capacity: 1, Share: 1, Queue: math.MaxInt32})
 	}
 	if err := db.Ping(ctx); err != nil {
 		_ = sqlDB.Close()

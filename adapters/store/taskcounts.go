@@ -18,8 +18,9 @@ import (
 // transaction: a sum over the workspace's projects rather than a count of
 // its tasks. Any other count is a GROUP BY over the filter's index scan.
 func (s *TaskStore) CountTasks(ctx context.Context, f ports.TaskFilter, by domain.TaskCountGroup) ([]domain.TaskCount, error) {
-	if domain.CountReadsCounters(by, f.AssigneeIDs != nil || f.Unassigned,
-		f.DueAfter != nil || f.DueBefore != nil || f.UpdatedAfter != nil, len(f.Words) > 0) {
+	assignee, dates, words := f.AssigneeIDs != nil || f.Unassigned, f.DueAfter != nil || f.DueBefore != nil || f.UpdatedAfter != nil, len(f.Words) > 0
+	ctx = weighed(ctx, domain.CountWeightOf(by, assignee, dates, words))
+	if domain.CountReadsCounters(by, assignee, dates, words) {
 		return s.countFromProjects(ctx, f, by)
 	}
 	q := taskQuery{sqlBuilder: sqlBuilder{dialect: s.db.dialect}}

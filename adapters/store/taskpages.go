@@ -30,6 +30,11 @@ func (s *TaskStore) FindTaskPages(ctx context.Context, fs []ports.TaskFilter) ([
 // statement.
 func (s *TaskStore) findTaskPages(ctx context.Context, fs []ports.TaskFilter) ([][]domain.Task, error) {
 	out := make([][]domain.Task, len(fs))
+	weight := 0
+	for _, f := range fs {
+		weight += domain.ListWeight(f.Limit, len(f.Words) > 0)
+	}
+	ctx = weighed(ctx, weight)
 	q := taskQuery{sqlBuilder: sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 6*len(fs))}}
 	for i, f := range fs {
 		if i > 0 {

@@ -167,6 +167,7 @@ func (s *TaskStore) FindTasksByIDs(ctx context.Context, workspaceID string, ids 
 // one statement for every page but the one where they meet.
 func (s *TaskStore) FindTasks(ctx context.Context, f ports.TaskFilter) ([]domain.Task, error) {
 	tasks := make([]domain.Task, 0, min(max(f.Limit, 0), 256))
+	ctx = weighed(ctx, domain.ListWeight(f.Limit, len(f.Words) > 0))
 	for _, r := range pageRanges(f) {
 		g := f
 		if f.Limit > 0 {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -33,14 +34,11 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	if release != nil {
 		defer release()
 	}
-	if db.writeLock != nil {
-		select {
-		case db.writeLock <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		defer func() { <-db.writeLock }()
+	release, err = db.takeWriter(ctx)
+	if err != nil {
+		return err
 	}
+	defer release()
 	// The transaction itself (BEGIN, COMMIT, ROLLBACK) runs on a context
 	// that ctx never cancels: pgx's database/sql adapter ends a transaction
 	// under the context it began with, and closes the connection if that
@@ -111,4 +109,25 @@ func (db *DB) conn(ctx context.Context) *gorm.DB {
 		return tx.WithContext(ctx)
 	}
 	return db.gorm.WithContext(ctx)
+}
+
+// takeWriter waits for SQLite's writer, in the turn of ctx's workspace
+// (the work of no workspace, the webhook dispatcher's, has a turn of its
+// own), and returns its release. On PostgreSQL, and inside a transaction
+// (which holds the writer), it takes nothing.
+func (db *DB) takeWriter(ctx context.Context) (func(), error) {
+	if db.writer == nil {
+		return func() {}, nil
+	}
+	if _, inTx := ctx.Value(txKey{db}).(*gorm.DB); inTx {
+		return func() {}, nil
+	}
+	scope, _ := ports.DBScopeOf(ctx)
+	start := time.Now()
+	w, err := db.writer.Acquire(ctx, scope.WorkspaceID, 1)
+	scope.Phases.AddQueued(time.Since(start))
+	if err != nil {
+		return nil, err
+	}
+	return w.Release, nil
 }

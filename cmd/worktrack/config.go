@@ -64,9 +64,11 @@ type Config struct {
 	// MetricsToken, when set, is the bearer token GET /metrics requires.
 	MetricsToken string
 	// DBStatementTimeout stops an API request's statement that runs
-	// longer; DBWorkspaceShare is how many of one workspace's statements
-	// hold connections at once (0: a quarter of the pool).
+	// longer; DBSeats is how much database work runs at once (0: four
+	// seats a core, at least 8, at most the pool); DBWorkspaceShare is how
+	// many seats one workspace holds at once (0: a quarter of the pool).
 	DBStatementTimeout time.Duration
+	DBSeats            int
 	DBWorkspaceShare   int
 	// EventRetention is how long the event log keeps an event (longer
 	// while a delivery of it is pending).
@@ -108,7 +110,10 @@ const configHelp = `Configuration comes from the environment only:
   WORKTRACK_DB_STATEMENT_TIMEOUT    an API request's database statement (or the webhook dispatcher's claim,
                                     on PostgreSQL) running longer is stopped, and the request answered 503
                                     (default 5s)
-  WORKTRACK_DB_WORKSPACE_SHARE      database statements of one workspace running at once; more wait, then 429
+  WORKTRACK_DB_SEATS                database seats: how much database work runs at once, each statement
+                                    taking seats by its cost; more waits, workspaces served in turn
+                                    (default: four a core, at least 8, at most the pool)
+  WORKTRACK_DB_WORKSPACE_SHARE      database seats one workspace holds at once; more wait, then 429
                                     (default: a quarter of the pool, 5 on PostgreSQL, 4 on SQLite)
   WORKTRACK_SHUTDOWN_TIMEOUT        after SIGTERM/SIGINT, time for work in flight to finish (default 30s)
   WORKTRACK_LOG_FORMAT              text or json (default: text on a terminal, else json)
@@ -284,6 +289,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		LogLevel:            e.level("WORKTRACK_LOG_LEVEL"),
 		MetricsToken:        e.str("WORKTRACK_METRICS_TOKEN", ""),
 		DBStatementTimeout:  e.duration("WORKTRACK_DB_STATEMENT_TIMEOUT", 5*time.Second),
+		DBSeats:             e.positiveInt("WORKTRACK_DB_SEATS", 0),
 		DBWorkspaceShare:    e.positiveInt("WORKTRACK_DB_WORKSPACE_SHARE", 0),
 		EventRetention:      e.duration("WORKTRACK_EVENT_RETENTION", 720*time.Hour),
 		AuditRetention:      e.duration("WORKTRACK_AUDIT_RETENTION", DefaultAuditRetention),

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -148,6 +149,11 @@ func serve(ctx context.Context, cfg Config, stderr io.Writer, ready chan<- strin
 // newMetrics is the process's collectors, watching db's pool and backlog.
 func newMetrics(db *store.DB) *metrics.Metrics {
 	m := metrics.New()
+	db.ObserveSeatWaits(m.ObserveSeatWait)
+	m.WatchSeats(func() (capacity, inUse, waiting int) {
+		st := db.SeatStats()
+		return st.Capacity, st.InUse, st.Waiting
+	})
 	if sqlDB, err := db.Gorm().DB(); err == nil {
 		m.WatchPool("api", sqlDB)
 	}
@@ -170,11 +176,15 @@ func openServeStore(ctx context.Context, cfg Config, log *slog.Logger, opts ...s
 		_ = db.Close()
 		return nil, err
 	}
-	b := store.DefaultBudget(db.MaxOpenConns())
+	b := store.DefaultBudget(db.MaxOpenConns(), runtime.GOMAXPROCS(0))
 	b.StatementTimeout = cfg.DBStatementTimeout
 	if cfg.DBWorkspaceShare > 0 {
 		b.WorkspaceShare, b.WorkspaceQueue = cfg.DBWorkspaceShare, store.QueueFor(cfg.DBWorkspaceShare)
 	}
+	if cfg.DBSeats > 0 {
+		b.Seats = cfg.DBSeats
+	}
+	b.Seats = max(b.Seats, b.WorkspaceShare)
 	db.SetBudget(b)
 	return db, nil
 }

@@ -130,6 +130,9 @@ func (s *Tasks) insert(ctx context.Context, a domain.Actor, ts []domain.Task, bu
 	for i, t := range ts {
 		events[i] = newEvent(s.d.IDs, s.d.Clock, a.WorkspaceID, domain.EventTaskCreated, t, nil)
 	}
+	// The transaction is seated among other workspaces' work by what it
+	// writes.
+	ctx = ports.WithDBWeight(ctx, len(ts)*domain.CreateWeight)
 	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
 		if err := claimKey(ctx, s.d.Answers); err != nil {
 			return err

@@ -350,7 +350,31 @@ const (
 	CountWeight = 1000
 	// CounterWeight is a count read from the projects' counters.
 	CounterWeight = 10
+	// CreateWeight is one task created: its row, its search entry, its
+	// event and its project's counter.
+	CreateWeight = 4
 )
+
+// ListWeight is what a page of limit tasks reads, with its search's
+// lookups when it searches.
+func ListWeight(limit int, searches bool) int {
+	if searches {
+		return limit + SearchWeight
+	}
+	return limit
+}
+
+// CountWeightOf is what a count by by reads (see CountWeight), by what it
+// filters on.
+func CountWeightOf(by TaskCountGroup, filtersAssignee, filtersDates, searches bool) int {
+	if CountReadsCounters(by, filtersAssignee, filtersDates, searches) {
+		return CounterWeight
+	}
+	if searches {
+		return CountWeight + SearchWeight
+	}
+	return CountWeight
+}
 
 // CountReadsCounters reports whether a count by by is read from the
 // projects' counters, a row per project, rather than from the tasks: by
@@ -359,16 +383,10 @@ func CountReadsCounters(by TaskCountGroup, filtersAssignee, filtersDates, search
 	return by != CountByAssignee && !filtersAssignee && !filtersDates && !searches
 }
 
-// CountWeight is what counting q's tasks by by reads (see CountWeight).
+// CountWeight is what counting q's tasks by by reads (CountWeightOf).
 func (q TaskQuery) CountWeight(by TaskCountGroup) int {
 	dates := q.DueAfter != nil || q.DueBefore != nil || q.UpdatedAfter != nil
-	if CountReadsCounters(by, q.FiltersAssignee(), dates, q.Text != nil) {
-		return CounterWeight
-	}
-	if q.Text != nil {
-		return CountWeight + SearchWeight
-	}
-	return CountWeight
+	return CountWeightOf(by, q.FiltersAssignee(), dates, q.Text != nil)
 }
 
 // TaskCountGroup is what task counts are grouped by.
