@@ -54,8 +54,9 @@ func (s *Edge) requestID(c *gin.Context) {
 	}
 	c.Header("X-Request-Id", id)
 	// Every statement of a request runs under the database budget; the
-	// workspace's share applies once the caller is known (authenticate).
-	c.Request = c.Request.WithContext(ports.WithDBScope(c.Request.Context(), ""))
+	// workspace's seats apply once the caller is known (authenticate). The
+	// phases add up where its database work spent its time (accessLog).
+	c.Request = c.Request.WithContext(ports.WithRequestScope(c.Request.Context(), new(ports.Phases)))
 	c.Next()
 }
 
@@ -66,6 +67,7 @@ func (s *Edge) requestID(c *gin.Context) {
 // []any, so that the line costs the handler's encoding and little else.
 func (s *Edge) accessLog(c *gin.Context) {
 	start := time.Now()
+	scope, _ := ports.DBScopeOf(c.Request.Context())
 	c.Next()
 	status := c.Writer.Status()
 	if ClientGone(c) && (status >= 500 || c.GetBool(clientClosedKey)) {
@@ -79,19 +81,24 @@ func (s *Edge) accessLog(c *gin.Context) {
 	if !log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	attrs := [9]slog.Attr{
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	attrs := [11]slog.Attr{
 		slog.String("request_id", RequestID(c)),
 		slog.String("method", c.Request.Method),
 		slog.String("path", c.Request.URL.Path),
 		slog.Int("status", status),
-		slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.Float64("latency_ms", ms(time.Since(start))),
+		// Of the latency: waiting for database seats, and holding them
+		// (the statements and their connections).
+		slog.Float64("queued_ms", ms(scope.Phases.Queued())),
+		slog.Float64("db_ms", ms(scope.Phases.Database())),
 		slog.Int("bytes", c.Writer.Size()),
 		slog.String("client_ip", c.ClientIP()),
 	}
-	n := 7
+	n := 9
 	if a := Actor(c); a.UserID != "" {
-		attrs[7], attrs[8] = slog.String("user_id", a.UserID), slog.String("key_id", a.KeyID)
-		n = 9
+		attrs[9], attrs[10] = slog.String("user_id", a.UserID), slog.String("key_id", a.KeyID)
+		n = 11
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -172,7 +174,49 @@ func TestMetricsAfterRealTraffic(t *testing.T) {
 	if v := families["worktrack_webhook_pending_deliveries"].GetMetric()[0].GetGauge().GetValue(); v != 0 {
 		t.Errorf("pending deliveries after the only one succeeded: %v", v)
 	}
+
+	// The database seats: their number (four a core, at least 8, at most
+	// SQLite's pool of 16), none held or waited for at rest, and a wait
+	// observed for every seated statement of the requests above.
+	gauge := func(name string) float64 {
+		f := families[name]
+		if f.GetType() != dto.MetricType_GAUGE || len(f.GetMetric()) != 1 {
+			t.Fatalf("%s: %v, want one gauge", name, f)
+		}
+		return f.GetMetric()[0].GetGauge().GetValue()
+	}
+	if got, want := gauge("worktrack_db_seats"), float64(min(max(4*runtime.GOMAXPROCS(0), 8), 16)); got != want {
+		t.Errorf("worktrack_db_seats = %v, want %v", got, want)
+	}
+	if in, q := gauge("worktrack_db_seats_in_use"), gauge("worktrack_db_seat_queue"); in != 0 || q != 0 {
+		t.Errorf("at rest: %v seats in use, %v waiting; want none", in, q)
+	}
+	if f := families["worktrack_db_seat_wait_seconds"]; f.GetType() != dto.MetricType_HISTOGRAM ||
+		f.GetMetric()[0].GetHistogram().GetSampleCount() < 3 {
+		t.Errorf("worktrack_db_seat_wait_seconds: %v, want a histogram with a wait per seated statement", f)
+	}
+
+	// The access log says where each request's time went: waiting for
+	// seats and holding them, within its latency. (It is buffered: the
+	// lines are all out once the process has stopped.)
 	p.Stop(t)
+	found := false
+	for _, line := range strings.Split(p.Stderr.String(), "\n") {
+		var raw map[string]any
+		if json.Unmarshal([]byte(line), &raw) != nil || raw["msg"] != "request" || raw["path"] != "/v1/projects/"+id || raw["status"] != 200.0 {
+			continue
+		}
+		latency, _ := raw["latency_ms"].(float64)
+		queued, okQ := raw["queued_ms"].(float64)
+		spent, okD := raw["db_ms"].(float64)
+		if !okQ || !okD || spent <= 0 || queued < 0 || queued+spent > latency {
+			t.Errorf("GET /v1/projects/%s logged queued_ms %v, db_ms %v, latency_ms %v: want both, db_ms > 0, within the latency", id, raw["queued_ms"], raw["db_ms"], latency)
+		}
+		found = true
+	}
+	if !found {
+		t.Errorf("no access log line of GET /v1/projects/%s:\n%s", id, p.Stderr.String())
+	}
 }
 
 func counter(f *dto.MetricFamily, outcome string) float64 {
