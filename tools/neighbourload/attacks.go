@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -19,10 +20,11 @@ import (
 type attacks struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	badKeys  counter // answers to bad keys sent from B's address
-	graphql  counter // answers to A's expensive GraphQL
-	searches counter // answers to A's searches and counts, by attack
-	sockets  counter // how A's sockets ended, or "open"
+	badKeys  counter      // answers to bad keys sent from B's address
+	graphql  counter      // answers to A's expensive GraphQL
+	searches counter      // answers to A's searches and counts, by attack
+	sockets  counter      // how A's sockets ended, or "open"
+	done     atomic.Int64 // A's searches, counts and bulk creations answered 2xx
 	conns    []*websocket.Conn
 }
 
@@ -45,7 +47,7 @@ var expensiveQuery = func() string {
 // flight), the webhook backlog (set up already), sockets opened until
 // refused, and aSearchers loops of costly searches and counts through A's
 // keys.
-func startAttacks(ctx context.Context, base string, a loadkit.Client, keys []loadkit.Client) *attacks {
+func startAttacks(ctx context.Context, base string, a loadkit.Client, keys []loadkit.Client, bulkProject string) *attacks {
 	ctx, cancel := context.WithCancel(ctx)
 	x := &attacks{cancel: cancel}
 	bad := loadkit.Client{Base: base, Key: "wtk_" + strings.Repeat("x", 40), HTTP: a.HTTP}
@@ -93,7 +95,7 @@ func startAttacks(ctx context.Context, base string, a loadkit.Client, keys []loa
 		}
 	})
 	x.openSockets(ctx, strings.Replace(base, "http", "ws", 1)+"/graphql", keys)
-	x.startSearches(ctx, keys)
+	x.startSearches(ctx, keys, bulkProject)
 	return x
 }
 

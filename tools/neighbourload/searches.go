@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/worktrack/worktrack/tools/loadkit"
 )
 
@@ -20,6 +18,7 @@ const (
 	aKeysPerUser = 3
 	aUsers       = 2
 	aSearchers   = 16 // A's concurrent search and count loops
+	aBulkers     = 2  // A's concurrent loops of bulk creations of 500
 )
 
 // mintKeys gives A aUsers admins with aKeysPerUser keys each (t's own key
@@ -43,25 +42,37 @@ func mintKeys(bin, db string, t loadkit.Tenant, c loadkit.Client) []loadkit.Clie
 	return out
 }
 
-// seedSearchable writes n tasks into A's first project straight into the
-// database (the API would take them at A's rate limit): titles of words
-// that all start with "a", the costliest for a search of "a".
-func seedSearchable(ctx context.Context, db, workspace string, n int) {
-	conn, err := pgx.Connect(ctx, db)
+// seedSearchable creates n tasks in a project of A's own through the API
+// (bulk creations of 500, A's keys in turn): titles of words that all
+// start with "a", the costliest for a search of "a". It returns another
+// project of A's, for A's bulk creations during the run.
+func seedSearchable(ctx context.Context, keys []loadkit.Client, n int) string {
+	prj, err := keys[0].Post(ctx, "/v1/projects", map[string]any{"name": "Searchable", "key": "SEARCH"})
 	must(err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `
-		INSERT INTO tasks (id, workspace_id, project_id, title, status, created_at, updated_at)
-		SELECT 'tsk_search' || lpad(g::text, 8, '0'), $1, p.id,
-		       'alpha ' || g || ' about all apples and an apricot', 'open',
-		       now() - make_interval(secs => g), now() - make_interval(secs => g)
-		FROM generate_series(1, $2::int) AS g,
-		     (SELECT id FROM projects WHERE workspace_id = $1 ORDER BY created_at LIMIT 1) AS p`, workspace, n)
+	for i, k := 0, 0; i < n; k++ {
+		items := make([]map[string]any, 0, bulkSize)
+		for ; len(items) < bulkSize && i < n; i++ {
+			items = append(items, map[string]any{"title": fmt.Sprintf("alpha %d about all apples and an apricot", i)})
+		}
+		_, err := keys[k%len(keys)].Post(ctx, "/v1/projects/"+prj["id"].(string)+"/tasks/batch", map[string]any{"tasks": items})
+		must(err)
+	}
+	bulk, err := keys[0].Post(ctx, "/v1/projects", map[string]any{"name": "Bulk", "key": "BULK"})
 	must(err)
-	// The tasks table's triggers count the rows into their project.
-	_, err = conn.Exec(ctx, "ANALYZE tasks")
-	must(err)
+	return bulk["id"].(string)
 }
+
+// bulkSize is the most tasks a bulk creation takes.
+const bulkSize = 500
+
+// bulkBody is one of A's bulk creations: 500 tasks.
+var bulkBody = func() map[string]any {
+	items := make([]map[string]any, bulkSize)
+	for i := range items {
+		items[i] = map[string]any{"title": fmt.Sprintf("bulk %d", i)}
+	}
+	return map[string]any{"tasks": items}
+}()
 
 // searchAttack is one of A's costly reads.
 type searchAttack struct {
@@ -94,23 +105,35 @@ var searchAttacks = func() []searchAttack {
 // second after a 429, as a client library that retries would: A takes all
 // the database its limits let it, and the limits are what is measured, not
 // how fast the server refuses a flood.
-func (x *attacks) startSearches(ctx context.Context, keys []loadkit.Client) {
+func (x *attacks) startSearches(ctx context.Context, keys []loadkit.Client, bulkProject string) {
+	bulk := searchAttack{"bulk creation of 500", http.MethodPost, "/v1/projects/" + bulkProject + "/tasks/batch", bulkBody}
+	for w := range aBulkers {
+		x.wg.Go(func() { x.loop(ctx, keys, w, func(int) searchAttack { return bulk }) })
+	}
 	for w := range aSearchers {
-		x.wg.Go(func() {
-			for i := w; ctx.Err() == nil; i++ {
-				a := searchAttacks[i%len(searchAttacks)]
-				status, _, err := keys[i%len(keys)].Do(ctx, a.method, a.path, a.body)
-				if err != nil {
-					continue
-				}
-				x.searches.add(fmt.Sprintf("%s: %d", a.name, status))
-				if status == http.StatusTooManyRequests {
-					select {
-					case <-ctx.Done():
-					case <-time.After(time.Second):
-					}
-				}
+		x.wg.Go(func() { x.loop(ctx, keys, w, func(i int) searchAttack { return searchAttacks[i%len(searchAttacks)] }) })
+	}
+}
+
+// loop sends next(i) through A's keys in turn until ctx ends, counting
+// the answers by attack and status, and the 2xx ones (x.done); it waits a
+// second after a 429.
+func (x *attacks) loop(ctx context.Context, keys []loadkit.Client, w int, next func(int) searchAttack) {
+	for i := w; ctx.Err() == nil; i++ {
+		a := next(i)
+		status, _, err := keys[i%len(keys)].Do(ctx, a.method, a.path, a.body)
+		if err != nil {
+			continue
+		}
+		x.searches.add(fmt.Sprintf("%s: %d", a.name, status))
+		if status/100 == 2 {
+			x.done.Add(1)
+		}
+		if status == http.StatusTooManyRequests {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
 			}
-		})
+		}
 	}
 }
