@@ -20,6 +20,8 @@ package seats
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -47,8 +49,9 @@ type Seats struct {
 	inUse   int
 	waiting int
 	flows   map[string]*flow
-	turns   []*flow // flows with work waiting
-	served  uint64  // grants so far: each flow's last grant's number
+	turns   []*flow           // flows with work waiting
+	served  uint64            // grants so far: each flow's last grant's number
+	idle    map[string]uint64 // flows gone idle: their last grant's number
 	onGrant func(wait time.Duration)
 }
 
@@ -145,8 +148,7 @@ func (s *Seats) TryAcquire(flowID string, n int) *Seated {
 	}
 	f := s.flows[flowID]
 	if f == nil {
-		f = &flow{id: flowID}
-		s.flows[flowID] = f
+		f = s.newFlow(flowID)
 	} else if f.held+n > s.lim.Share {
 		s.mu.Unlock()
 		return nil
@@ -171,8 +173,7 @@ func (s *Seats) Acquire(ctx context.Context, flowID string, n int) (*Seated, err
 	s.mu.Lock()
 	f := s.flows[flowID]
 	if f == nil {
-		f = &flow{id: flowID}
-		s.flows[flowID] = f
+		f = s.newFlow(flowID)
 	}
 	if len(f.waiters) >= s.lim.Queue {
 		s.forget(f)
@@ -219,6 +220,58 @@ func (s *Seats) Acquire(ctx context.Context, flowID string, n int) (*Seated, err
 	return nil, context.Cause(ctx)
 }
 
+// newFlow is a flow for flowID, served when it was last: a flow that
+// comes and goes keeps its place in the turns, and does not, each time it
+// comes back, pass the flows that have waited since (were it counted as
+// never served, a costly piece of work of another flow could wait for ever
+// behind flows that take one seat and leave). s.mu is held.
+func (s *Seats) newFlow(flowID string) *flow {
+	f := &flow{id: flowID, served: s.idle[flowID]}
+	delete(s.idle, flowID)
+	s.flows[flowID] = f
+	return f
+}
+
+// idleKept is how many idle flows' last grants are kept at most.
+const idleKept = 1024
+
+// rememberIdle keeps when f, which leaves, was last served. A grant older
+// than that of every flow waiting ranks the same as none: once more than
+// idleKept are kept, those are dropped (all of them when nobody waits),
+// and if more than half of idleKept are still kept (many flows came and
+// went while one waited), the ones served longest ago. s.mu is held.
+func (s *Seats) rememberIdle(f *flow) {
+	if s.idle == nil {
+		s.idle = map[string]uint64{}
+	}
+	s.idle[f.id] = f.served
+	if len(s.idle) <= idleKept {
+		return
+	}
+	oldest := uint64(math.MaxUint64)
+	for _, w := range s.turns {
+		oldest = min(oldest, w.served)
+	}
+	grants := make([]uint64, 0, len(s.idle))
+	for id, served := range s.idle {
+		if served < oldest {
+			delete(s.idle, id)
+		} else {
+			grants = append(grants, served)
+		}
+	}
+	if len(grants) <= idleKept/2 {
+		return
+	}
+	slices.Sort(grants)
+	cut := grants[len(grants)-idleKept/2]
+	for id, served := range s.idle {
+		if served < cut {
+			delete(s.idle, id)
+		}
+	}
+}
+
 func (s *Seats) granted(wait time.Duration) {
 	if s.onGrant != nil {
 		s.onGrant(wait)
@@ -238,6 +291,7 @@ func (s *Seats) give(f *flow, n int) {
 func (s *Seats) forget(f *flow) {
 	if f.held == 0 && len(f.waiters) == 0 && s.flows[f.id] == f {
 		delete(s.flows, f.id)
+		s.rememberIdle(f)
 	}
 }
 

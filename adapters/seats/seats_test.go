@@ -17,16 +17,18 @@ type result struct {
 }
 
 // queue starts Acquire(flow, n) in a goroutine and waits until the work
-// is in flow's queue; the returned channel gives its result.
+// is in flow's queue or seated (so that a test asserting it waits fails,
+// rather than hangs, when it was seated); the returned channel gives its
+// result.
 func queue(ctx context.Context, t *testing.T, s *seats.Seats, flow string, n int) chan result {
 	t.Helper()
-	_, before := s.Held(flow)
+	held, queued := s.Held(flow)
 	out := make(chan result, 1)
 	go func() {
 		h, err := s.Acquire(ctx, flow, n)
 		out <- result{h, err}
 	}()
-	waitUntil(t, func() bool { _, q := s.Held(flow); return q == before+1 })
+	waitUntil(t, func() bool { h, q := s.Held(flow); return q == queued+1 || h > held })
 	return out
 }
 
@@ -159,6 +161,36 @@ func TestCostlyWorkIsNotPassedByCheaperWorkBehindIt(t *testing.T) {
 	hb := granted(t, light)
 	ha.Release()
 	hb.Release()
+	if st := s.Stats(); st.InUse != 0 || st.Flows != 0 {
+		t.Fatalf("after every release: %+v", st)
+	}
+}
+
+// A flow that takes a seat and leaves, again and again, is new each time
+// it comes back; it does not pass the costly work of a flow that has
+// waited: that work is seated when enough seats are free.
+func TestCostlyWorkIsNotStarvedByFlowsThatComeAndGo(t *testing.T) {
+	s := seats.New(seats.Limits{Capacity: 4, Share: 4, Queue: 10})
+	ctx := context.Background()
+	a := take(t, s, "A", 1)
+	others := map[string]*seats.Seated{"B": take(t, s, "B", 1), "C": take(t, s, "C", 1), "D": take(t, s, "D", 1)}
+	heavy := queue(ctx, t, s, "A", 3)
+	a.Release()
+	var back []chan result
+	for _, f := range []string{"B", "C"} {
+		others[f].Release()
+		back = append(back, queue(ctx, t, s, f, 1))
+	}
+	// Three seats are free once B and C have released theirs: they are
+	// A's, whose turn it is, and B and C wait behind it.
+	if held, queued := s.Held("A"); held != 3 || queued != 0 {
+		t.Fatalf("A holds %d and has %d waiting, want its 3 seats: B and C came back before it", held, queued)
+	}
+	granted(t, heavy).Release()
+	for _, c := range back {
+		granted(t, c).Release()
+	}
+	others["D"].Release()
 	if st := s.Stats(); st.InUse != 0 || st.Flows != 0 {
 		t.Fatalf("after every release: %+v", st)
 	}
