@@ -24,21 +24,25 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	if _, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
 		return fn(ctx)
 	}
-	// A transaction holds one connection from BEGIN to COMMIT: it takes
-	// one slot of its workspace's share for all of it (its statements take
-	// none), before it queues for SQLite's writer.
-	ctx, release, err := db.admit(ctx)
+	// A transaction holds one connection from BEGIN to COMMIT: on
+	// PostgreSQL it takes its seats for all of it (its statements take
+	// none). On SQLite its seat is the one writer, taken in its
+	// workspace's turn: holding database seats while it waits for the
+	// writer would keep other workspaces' reads from running while one
+	// write at a time can.
+	var release func()
+	var err error
+	if db.writer != nil {
+		release, err = db.takeWriter(ctx)
+	} else {
+		ctx, release, err = db.admit(ctx)
+	}
 	if err != nil {
 		return err
 	}
 	if release != nil {
 		defer release()
 	}
-	release, err = db.takeWriter(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
 	// The transaction itself (BEGIN, COMMIT, ROLLBACK) runs on a context
 	// that ctx never cancels: pgx's database/sql adapter ends a transaction
 	// under the context it began with, and closes the connection if that
@@ -125,9 +129,13 @@ func (db *DB) takeWriter(ctx context.Context) (func(), error) {
 	scope, _ := ports.DBScopeOf(ctx)
 	start := time.Now()
 	w, err := db.writer.Acquire(ctx, scope.WorkspaceID, 1)
-	scope.Phases.AddQueued(time.Since(start))
+	seated := time.Now()
+	scope.Phases.AddQueued(seated.Sub(start))
 	if err != nil {
 		return nil, err
 	}
-	return w.Release, nil
+	return func() {
+		w.Release()
+		scope.Phases.AddDatabase(time.Since(seated))
+	}, nil
 }

@@ -132,8 +132,7 @@ func (s *Tasks) insert(ctx context.Context, a domain.Actor, ts []domain.Task, bu
 	}
 	// The transaction is seated among other workspaces' work by what it
 	// writes.
-	ctx = ports.WithDBWeight(ctx, len(ts)*domain.CreateWeight)
-	err := s.d.Tx.InTx(ctx, func(ctx context.Context) error {
+	err := s.d.Tx.InTx(ports.WithDBWeight(ctx, len(ts)*domain.CreateWeight), func(ctx context.Context) error {
 		if err := claimKey(ctx, s.d.Answers); err != nil {
 			return err
 		}
