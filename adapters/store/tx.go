@@ -24,25 +24,25 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	if _, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
 		return fn(ctx)
 	}
-	// A transaction holds one connection from BEGIN to COMMIT: on
-	// PostgreSQL it takes its seats for all of it (its statements take
-	// none). On SQLite its seat is the one writer, taken in its
-	// workspace's turn: holding database seats while it waits for the
-	// writer would keep other workspaces' reads from running while one
-	// write at a time can.
-	var release func()
-	var err error
-	if db.writer != nil {
-		release, err = db.takeWriter(ctx)
-	} else {
-		ctx, release, err = db.admit(ctx)
-	}
+	// A transaction holds one connection from BEGIN to COMMIT: it takes
+	// its seats for all of it (its statements take none), then, on SQLite,
+	// waits for the one writer in its workspace's turn. It holds its seats
+	// while it waits: the seats bound the CPU that the workspace's work
+	// takes, and on SQLite a write runs in this process; a write that took
+	// the writer alone ran beside its workspace's whole share of reads
+	// (docs/decisions.md).
+	ctx, release, err := db.admit(ctx)
 	if err != nil {
 		return err
 	}
 	if release != nil {
 		defer release()
 	}
+	release, err = db.takeWriter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// The transaction itself (BEGIN, COMMIT, ROLLBACK) runs on a context
 	// that ctx never cancels: pgx's database/sql adapter ends a transaction
 	// under the context it began with, and closes the connection if that
@@ -129,13 +129,15 @@ func (db *DB) takeWriter(ctx context.Context) (func(), error) {
 	scope, _ := ports.DBScopeOf(ctx)
 	start := time.Now()
 	w, err := db.writer.Acquire(ctx, scope.WorkspaceID, 1)
-	seated := time.Now()
-	scope.Phases.AddQueued(seated.Sub(start))
+	if _, seated := ctx.Value(slotKey{db}).(bool); seated {
+		// The seats' holding time, added when they are returned,
+		// includes this wait: it is queued time.
+		scope.Phases.MoveToQueued(time.Since(start))
+	} else {
+		scope.Phases.AddQueued(time.Since(start))
+	}
 	if err != nil {
 		return nil, err
 	}
-	return func() {
-		w.Release()
-		scope.Phases.AddDatabase(time.Since(seated))
-	}, nil
+	return w.Release, nil
 }

@@ -58,6 +58,16 @@ func (p *Phases) AddQueued(d time.Duration) {
 	}
 }
 
+// MoveToQueued counts d, spent holding seats while waiting for something
+// else (SQLite's one writer), as waiting rather than as holding: the
+// holding time that includes it is added when the seats are returned.
+func (p *Phases) MoveToQueued(d time.Duration) {
+	if p != nil {
+		p.queued.Add(int64(d))
+		p.database.Add(-int64(d))
+	}
+}
+
 // AddDatabase adds time spent holding seats.
 func (p *Phases) AddDatabase(d time.Duration) {
 	if p != nil {
