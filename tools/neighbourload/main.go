@@ -47,6 +47,7 @@ var (
 	flagALimit = flag.Int("a-rate", 10, "A's expensive GraphQL operations per second: its rate limit, 600 a minute")
 	flagEnv    = flag.String("server-env", "", "more of the server's environment, KEY=VALUE, comma-separated (to compare settings: WORKTRACK_DB_SEATS, WORKTRACK_DB_WORKSPACE_SHARE)")
 	flagFlood  = flag.String("flood", "", "internal: be A's flood process, on this base URL")
+	flagLog    = flag.String("server-log", "", "write the server's log to this file (the backend's name is added)")
 	flagCPU    = flag.String("cpuprofile", "", "write the server's CPU profile of the phase beside A to this file (the backend's name is added)")
 )
 
@@ -184,6 +185,9 @@ func run(backend string, sz sizes) bool {
 	with.collect(bt.rc, 2*time.Minute)
 	peak, err := srv.PeakRSS()
 	must(err)
+	if *flagLog != "" {
+		must(os.WriteFile(*flagLog+"."+backend, []byte(log.String()), 0o600))
+	}
 	lines := bLines(log.String(), bUsers)
 	r := report(os.Stdout, backend, alone, with, aReport, peak,
 		phasesOf(lines, phases[0]), phasesOf(lines, phases[2]), aAlone, aWith)
