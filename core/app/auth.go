@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -35,6 +36,9 @@ type Auth struct {
 	// authentication of each key in the audit log (at most once a minute
 	// a key: docs/audit.md).
 	failures *lru.Cache[string, time.Time]
+	// touching holds the ids of keys whose last_used_at is being written:
+	// the other requests of such a key go on without waiting for it.
+	touching sync.Map
 }
 
 type cachedKey struct {
@@ -159,11 +163,18 @@ func (a *Auth) recordFailure(ctx context.Context, k domain.APIKey, now time.Time
 }
 
 // touch records the key's use at most once per TouchInterval. The store's
-// conditional update keeps that bound across processes too.
+// conditional update keeps that bound across processes too. One request
+// of a key writes it; the key's other requests meanwhile do not wait for
+// that write (on SQLite it waits for the one writer, behind whatever
+// transaction holds it).
 func (a *Auth) touch(ctx context.Context, hash string, e cachedKey, now time.Time) error {
 	if e.key.LastUsedAt != nil && now.Sub(*e.key.LastUsedAt) < a.opts.TouchInterval {
 		return nil
 	}
+	if _, busy := a.touching.LoadOrStore(e.key.ID, struct{}{}); busy {
+		return nil
+	}
+	defer a.touching.Delete(e.key.ID)
 	at := domain.Timestamp(now)
 	if err := a.d.Keys.TouchAPIKey(ctx, e.key.ID, at); err != nil {
 		return err
