@@ -64,21 +64,23 @@ func (s *DeliveryStore) claim(ctx context.Context, r ports.ClaimRequest) ([]port
 		// The lease is a write: it waits for the writer in its turn, as a
 		// transaction does, rather than in SQLite's busy handler, which a
 		// stream of other writers could keep it in.
-		release, err := s.db.takeWriter(ctx)
-		if err != nil {
-			return nil, err
-		}
-		err = s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					return err
-				}
-				ids = append(ids, id)
+		err := func() error {
+			release, err := s.db.takeWriter(ctx)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-		release()
+			defer release()
+			return s.db.read(ctx, q.sql.String(), q.args, func(rows rowScanner) error {
+				for rows.Next() {
+					var id string
+					if err := rows.Scan(&id); err != nil {
+						return err
+					}
+					ids = append(ids, id)
+				}
+				return nil
+			})
+		}()
 		if err != nil {
 			return nil, fmt.Errorf("store: claim deliveries: %w", err)
 		}

@@ -63,13 +63,11 @@ func (db *DB) Import(ctx context.Context, mode ports.ImportMode, src ports.Impor
 		})
 		return res, err
 	}
-	if db.writer != nil {
-		w, err := db.writer.Acquire(ctx, "", 1)
-		if err != nil {
-			return res, err
-		}
-		defer w.Release()
+	release, err := db.takeWriter(ctx)
+	if err != nil {
+		return res, err
 	}
+	defer release()
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return res, fmt.Errorf("store: import: begin: %w", err)
 	}
