@@ -73,7 +73,7 @@ var _ ports.DeliveryStore = (*DeliveryStore)(nil)
 // Deliveries is the delivery repository of db.
 func (db *DB) Deliveries() *DeliveryStore { return &DeliveryStore{db: db} }
 
-// CreateDeliveries inserts ds, insertBatch rows a statement (written out,
+// CreateDeliveries inserts ds, insertRows a statement (written out,
 // as the task and event inserts are, rather than by GORM's reflective
 // Create), and tells other
 // processes' dispatchers of them once they commit (announceDeliveries). A
@@ -82,8 +82,9 @@ func (s *DeliveryStore) CreateDeliveries(ctx context.Context, ds []domain.Delive
 	if len(ds) == 0 {
 		return nil
 	}
-	for start := 0; start < len(ds); start += insertBatch {
-		chunk := ds[start:min(start+insertBatch, len(ds))]
+	per := s.db.insertRows(13)
+	for start := 0; start < len(ds); start += per {
+		chunk := ds[start:min(start+per, len(ds))]
 		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 13*len(chunk))}
 		q.write(`INSERT INTO webhook_deliveries (id, workspace_id, webhook_id, event_id, event_type, status, attempts,
 	last_attempt_at, last_status_code, last_error, next_attempt_at, window_start, created_at) VALUES `)

@@ -78,8 +78,9 @@ func (s *EventStore) CreateEvents(ctx context.Context, es []domain.Event, payloa
 	}
 	// Rows are inserted in the order given, so their inserted numbers
 	// (rowids on SQLite) follow it.
-	for start := 0; start < len(es); start += insertBatch {
-		chunk := es[start:min(start+insertBatch, len(es))]
+	per := s.db.insertRows(8)
+	for start := 0; start < len(es); start += per {
+		chunk := es[start:min(start+per, len(es))]
 		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 8*len(chunk))}
 		q.write("INSERT INTO events (id, workspace_id, type, project_id, created_at, payload, log_group, trace_parent) VALUES ")
 		q.values(len(chunk), "(?, ?, ?, ?, ?, ?, ?, ?)", func(i int) []any {

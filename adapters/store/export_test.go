@@ -87,3 +87,7 @@ func (db *DB) QueuedWrites(workspaceID string) int {
 	_, queued := db.writer.Held(workspaceID)
 	return queued
 }
+
+// SQLiteParams is the most values one SQLite statement of a bulk write
+// binds.
+const SQLiteParams = sqliteParams

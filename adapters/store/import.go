@@ -596,8 +596,8 @@ func (p pgImport) exec(ctx context.Context, q string, args ...any) error {
 type sqliteImport struct{ conn *sql.Conn }
 
 func (s sqliteImport) insert(ctx context.Context, t *transferTable, cols []string, rows [][]any) error {
-	// SQLite binds at most 32,766 values a statement.
-	per := max(1, min(500, 32000/len(cols)))
+	// Binding is quadratic in a statement's values (sqliteParams).
+	per := max(1, sqliteParams/len(cols))
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
 	for start := 0; start < len(rows); start += per {
 		chunk := rows[start:min(start+per, len(rows))]

@@ -66,7 +66,7 @@ var _ ports.TaskStore = (*TaskStore)(nil)
 // Tasks is the task repository of db.
 func (db *DB) Tasks() *TaskStore { return &TaskStore{db: db} }
 
-// CreateTasks inserts ts, insertBatch rows a statement, in the order given.
+// CreateTasks inserts ts, insertRows a statement, in the order given.
 // The tasks' composite foreign keys refuse a project or an assignee that
 // is not the workspace's: resource_not_found, for the project (the core
 // reads which, on that path only). The statement is written out rather
@@ -75,8 +75,9 @@ func (db *DB) Tasks() *TaskStore { return &TaskStore{db: db} }
 // also writes the search column (searchOf).
 func (s *TaskStore) CreateTasks(ctx context.Context, ts []domain.Task) error {
 	pg := s.db.dialect == DialectPostgres
-	for start := 0; start < len(ts); start += insertBatch {
-		chunk := ts[start:min(start+insertBatch, len(ts))]
+	per := s.db.insertRows(9)
+	for start := 0; start < len(ts); start += per {
+		chunk := ts[start:min(start+per, len(ts))]
 		q := sqlBuilder{dialect: s.db.dialect, args: make([]any, 0, 10*len(chunk))}
 		if pg {
 			q.write("INSERT INTO tasks (" + taskColumns + ", search) VALUES ")
