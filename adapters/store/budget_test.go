@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -391,4 +392,76 @@ func TestSeatsComeBackOnEveryPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// On SQLite the dispatcher's claim waits for the writer in a turn of its
+// own, not behind the dispatcher's other writes (its records of attempts,
+// which have no workspace): with the writer held and two such writes
+// queued, the claim leases its delivery before the second of them runs.
+func TestSQLiteClaimHasATurnOfItsOwn(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	ws := newWorkspace(t, db)
+	w := newWebhook(t, db, ws, base, "task.created")
+	e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
+	newDeliveries(t, db, e, w)
+
+	a := ports.WithDBScope(context.Background(), "wsp_a")
+	inTx, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = db.InTx(a, func(context.Context) error {
+			close(inTx)
+			<-release
+			return nil
+		})
+	})
+	<-inTx
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				close(release)
+				t.Fatalf("never: %s", what)
+			}
+		}
+	}
+	const owner = "dsp_turn"
+	leased := func(ctx context.Context) (int64, error) {
+		return db.ReadCount(ctx, "SELECT count(*) FROM webhook_deliveries WHERE locked_by = ?", owner)
+	}
+	var mu sync.Mutex
+	seen := map[string]int64{}
+	for i, name := range []string{"first", "second"} {
+		wg.Go(func() {
+			if err := db.InTx(context.Background(), func(ctx context.Context) error {
+				n, err := leased(ctx)
+				mu.Lock()
+				seen[name] = n
+				mu.Unlock()
+				return err
+			}); err != nil {
+				t.Errorf("%s write: %v", name, err)
+			}
+		})
+		eventually(fmt.Sprintf("%d writes of no workspace queued", i+1), func() bool { return db.QueuedWrites("") == i+1 })
+	}
+	claimed := make(chan []ports.Dispatch, 1)
+	wg.Go(func() {
+		got, err := db.Deliveries().ClaimDeliveries(context.Background(), ports.ClaimRequest{
+			Owner: owner, Now: base.Add(time.Hour), LeaseUntil: base.Add(2 * time.Hour), Limit: 10})
+		if err != nil {
+			t.Errorf("claim: %v", err)
+		}
+		claimed <- got
+	})
+	eventually("the claim queued in its own turn", func() bool { return db.QueuedWrites(store.ClaimFlow) == 1 })
+	close(release)
+	wg.Wait()
+	if got := <-claimed; len(got) != 1 {
+		t.Fatalf("claimed %d deliveries, want 1", len(got))
+	}
+	if seen["first"] != 0 || seen["second"] != 1 {
+		t.Fatalf("deliveries leased when the writes ran: %v; want the claim between them (first 0, second 1)", seen)
+	}
 }

@@ -61,11 +61,11 @@ func (s *DeliveryStore) claim(ctx context.Context, r ports.ClaimRequest) ([]port
 	} else {
 		q := sqliteClaim(r)
 		var ids []string
-		// The lease is a write: it waits for the writer in its turn, as a
-		// transaction does, rather than in SQLite's busy handler, which a
-		// stream of other writers could keep it in.
+		// The lease is a write: it waits for the writer in a turn of its
+		// own (claimFlow), as a transaction does, rather than in SQLite's
+		// busy handler, which a stream of other writers could keep it in.
 		err := func() error {
-			release, err := s.db.takeWriter(ctx)
+			release, err := s.db.takeWriterAs(ctx, claimFlow)
 			if err != nil {
 				return err
 			}

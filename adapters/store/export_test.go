@@ -91,3 +91,6 @@ func (db *DB) QueuedWrites(workspaceID string) int {
 // SQLiteParams is the most values one SQLite statement of a bulk write
 // binds.
 const SQLiteParams = sqliteParams
+
+// ClaimFlow is the SQLite writer's turn of the dispatcher's claims.
+const ClaimFlow = claimFlow

@@ -116,10 +116,26 @@ func (db *DB) conn(ctx context.Context) *gorm.DB {
 }
 
 // takeWriter waits for SQLite's writer, in the turn of ctx's workspace
-// (the work of no workspace, the webhook dispatcher's, has a turn of its
-// own), and returns its release. On PostgreSQL, and inside a transaction
-// (which holds the writer), it takes nothing.
+// (the work of no workspace, the webhook dispatcher's records of its
+// attempts, has a turn of its own), and returns its release. On
+// PostgreSQL, and inside a transaction (which holds the writer), it takes
+// nothing.
 func (db *DB) takeWriter(ctx context.Context) (func(), error) {
+	scope, _ := ports.DBScopeOf(ctx)
+	return db.takeWriterAs(ctx, scope.WorkspaceID)
+}
+
+// claimFlow is the writer's turn of the dispatcher's claims. A claim
+// leases every workspace's due deliveries: behind the dispatcher's other
+// writes in one turn (its records of A's timed-out attempts), B's
+// delivery waited a turn more for each of them, and a turn on SQLite is as
+// long as the longest transaction of another workspace in between.
+// Workspace ids have a prefix of their own (wsp_), so no workspace shares
+// it.
+const claimFlow = "dispatcher:claim"
+
+// takeWriterAs is takeWriter in flow's turn.
+func (db *DB) takeWriterAs(ctx context.Context, flow string) (func(), error) {
 	if db.writer == nil {
 		return func() {}, nil
 	}
@@ -128,7 +144,7 @@ func (db *DB) takeWriter(ctx context.Context) (func(), error) {
 	}
 	scope, _ := ports.DBScopeOf(ctx)
 	start := time.Now()
-	w, err := db.writer.Acquire(ctx, scope.WorkspaceID, 1)
+	w, err := db.writer.Acquire(ctx, flow, 1)
 	if _, seated := ctx.Value(slotKey{db}).(bool); seated {
 		// The seats' holding time, added when they are returned,
 		// includes this wait: it is queued time.
