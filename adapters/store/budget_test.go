@@ -465,3 +465,74 @@ func TestSQLiteClaimHasATurnOfItsOwn(t *testing.T) {
 		t.Fatalf("deliveries leased when the writes ran: %v; want the claim between them (first 0, second 1)", seen)
 	}
 }
+
+// On SQLite a claim with nothing to lease (every due delivery's workspace
+// at its cap, or nothing due) answers without waiting for the writer,
+// which another workspace's transaction holds; once there is something to
+// lease, it waits for the writer and leases it.
+func TestSQLiteClaimWithNothingToLeaseDoesNotWait(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	ws := newWorkspace(t, db)
+	w := newWebhook(t, db, ws, base, "task.created")
+	e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
+	newDeliveries(t, db, e, w)
+
+	inTx, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		_ = db.InTx(ports.WithDBScope(context.Background(), "wsp_a"), func(context.Context) error {
+			close(inTx)
+			<-release
+			return nil
+		})
+	})
+	<-inTx
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	claim := func(r ports.ClaimRequest) <-chan []ports.Dispatch {
+		out := make(chan []ports.Dispatch, 1)
+		r.Owner, r.LeaseUntil, r.Limit = "dsp_idle", base.Add(2*time.Hour), 10
+		wg.Go(func() {
+			got, err := db.Deliveries().ClaimDeliveries(context.Background(), r)
+			if err != nil {
+				t.Errorf("claim: %v", err)
+			}
+			out <- got
+		})
+		return out
+	}
+	for name, r := range map[string]ports.ClaimRequest{
+		"its workspace at its cap": {Now: base.Add(time.Hour), SkipWorkspaces: []string{ws.ID}},
+		"its webhook at its cap":   {Now: base.Add(time.Hour), SkipWebhooks: []string{w.ID}},
+		"nothing due yet":          {Now: base.Add(-time.Hour)},
+	} {
+		select {
+		case got := <-claim(r):
+			if len(got) != 0 {
+				t.Fatalf("%s: claimed %d", name, len(got))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the claim waited for the writer", name)
+		}
+		if q := db.QueuedWrites(store.ClaimFlow); q != 0 {
+			t.Fatalf("%s: %d claims queued for the writer", name, q)
+		}
+	}
+	due := claim(ports.ClaimRequest{Now: base.Add(time.Hour)})
+	for deadline := time.Now().Add(30 * time.Second); db.QueuedWrites(store.ClaimFlow) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a claim with a delivery due never queued for the writer")
+		}
+	}
+	close(release)
+	released = true
+	if got := <-due; len(got) != 1 {
+		t.Fatalf("claimed %d once the writer was free, want 1", len(got))
+	}
+}

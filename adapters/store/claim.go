@@ -59,6 +59,26 @@ func (s *DeliveryStore) claim(ctx context.Context, r ports.ClaimRequest) ([]port
 	if s.db.dialect == DialectPostgres {
 		read = pgClaim(r)
 	} else {
+		// A claim with nothing to lease does not wait for the writer. The
+		// dispatcher claims at every commit, each workspace's: a claim for
+		// a flood's commits, whose deliveries are at their cap, waited a
+		// bulk creation's transaction for nothing, and another workspace's
+		// delivery committed meanwhile waited for it and then for the next.
+		due := sqliteAnyDue(r)
+		var anyDue bool
+		if err := s.db.read(ctx, due.sql.String(), due.args, func(rows rowScanner) error {
+			for rows.Next() {
+				if err := rows.Scan(&anyDue); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("store: claim deliveries: %w", err)
+		}
+		if !anyDue {
+			return nil, nil
+		}
 		q := sqliteClaim(r)
 		var ids []string
 		// The lease is a write: it waits for the writer in a turn of its
@@ -256,7 +276,6 @@ func sqliteCandidates(limit int) int { return max(8*limit, 1024) }
 // no UPDATE in a WITH clause, so the read of what was leased follows.
 func sqliteClaim(r ports.ClaimRequest) *sqlBuilder {
 	q := &sqlBuilder{dialect: DialectSQLite}
-	now := Time(r.Now)
 	q.write(`UPDATE webhook_deliveries SET lease_until = ?, locked_by = ?
 WHERE id IN (
 	SELECT q.id FROM (
@@ -266,11 +285,8 @@ WHERE id IN (
 			SELECT c.id, c.webhook_id, c.workspace_id, c.next_attempt_at,
 				row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at, c.id) AS n
 			FROM (
-				SELECT d.id, d.webhook_id, d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
-				JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
-				WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-				AND (w.active OR d.event_type = 'webhook.ping')`, Time(r.LeaseUntil), r.Owner, now, now)
-	q.skip("d.webhook_id", "d.workspace_id", r)
+				`, Time(r.LeaseUntil), r.Owner)
+	q.sqliteDue(r)
 	q.write(`
 				ORDER BY d.next_attempt_at
 				LIMIT ?
@@ -292,6 +308,29 @@ WHERE id IN (
 	LIMIT ?
 )
 RETURNING id`, r.Limit)
+	return q
+}
+
+// sqliteDue writes the read of the deliveries a SQLite claim chooses
+// from: due, not leased, of an active webhook (or pings), but none of the
+// webhooks and workspaces r skips.
+func (q *sqlBuilder) sqliteDue(r ports.ClaimRequest) {
+	now := Time(r.Now)
+	q.write(`SELECT d.id, d.webhook_id, d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
+				JOIN webhooks w ON w.workspace_id = d.workspace_id AND w.id = d.webhook_id
+				WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+				AND (w.active OR d.event_type = 'webhook.ping')`, now, now)
+	q.skip("d.webhook_id", "d.workspace_id", r)
+}
+
+// sqliteAnyDue is whether a SQLite claim of r would lease anything: a read,
+// which runs beside the writer. Every webhook and workspace r does not skip
+// has room for one at least.
+func sqliteAnyDue(r ports.ClaimRequest) *sqlBuilder {
+	q := &sqlBuilder{dialect: DialectSQLite}
+	q.write("SELECT EXISTS (")
+	q.sqliteDue(r)
+	q.write(")")
 	return q
 }
 
