@@ -548,57 +548,71 @@ func TestPostgresDeliveryPlansUseTheirIndexes(t *testing.T) {
 	}
 }
 
-// On PostgreSQL a claim offers every webhook its room, however many older
-// deliveries another webhook has due: a fast webhook beside a slow one
-// with a backlog is not starved, and the claim reads each webhook's due
-// deliveries only up to its room. (SQLite claims the oldest due deliveries
-// of all webhooks, under its single write lock.)
-func TestPostgresClaimReachesEveryWebhookWithRoom(t *testing.T) {
+// A claim offers every webhook its room, however many older deliveries
+// another webhook has due: a fast webhook beside a slow one with a backlog
+// is not starved, and the claim reads each webhook's due deliveries only
+// up to its room. The slow one's backlog is larger than the deliveries a
+// SQLite claim sorts (sqliteCandidates), which once were the oldest due of
+// all webhooks, all the slow one's.
+func TestClaimReachesEveryWebhookWithRoom(t *testing.T) {
 	t.Parallel()
-	db := storetest.Postgres(t)
-	ctx := context.Background()
-	s := db.Deliveries()
-	ws := newWorkspace(t, db)
-	slow := newWebhook(t, db, ws, base, "task.created")
-	fast := newWebhook(t, db, ws, base, "task.created")
-	for i := range 40 {
-		e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Duration(i)*time.Second))
-		newDeliveries(t, db, e, slow)
-	}
-	for i := range 3 {
-		e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base.Add(time.Minute+time.Duration(i)*time.Second))
-		newDeliveries(t, db, e, fast)
-	}
-	now := base.Add(time.Hour)
-	claimed, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
-		Owner: "x", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerWebhook: 4, Room: map[string]int{slow.ID: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	per := map[string]int{}
-	for i, d := range claimed {
-		per[d.Delivery.WebhookID]++
-		if i > 0 && d.Delivery.NextAttemptAt.Before(*claimed[i-1].Delivery.NextAttemptAt) {
-			t.Fatalf("claimed out of due order: %v", claimed)
+	storetest.ForEach(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := db.Deliveries()
+		ws := newWorkspace(t, db)
+		slow := newWebhook(t, db, ws, base, "task.created")
+		fast := newWebhook(t, db, ws, base, "task.created")
+		backlog := func(w domain.Webhook, n int, from time.Time) {
+			t.Helper()
+			es := make([]domain.Event, n)
+			payloads := make([][]byte, n)
+			ds := make([]domain.Delivery, n)
+			for i := range n {
+				es[i] = domain.Event{ID: domain.NewID(domain.PrefixEvent), WorkspaceID: ws.ID, Type: domain.EventTaskCreated,
+					CreatedAt: domain.Timestamp(from.Add(time.Duration(i) * time.Millisecond))}
+				payloads[i] = []byte(`{}`)
+				ds[i] = domain.NewDelivery(domain.NewID(domain.PrefixDelivery), w.ID, es[i])
+			}
+			if _, err := db.Events().CreateEvents(ctx, es, payloads); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateDeliveries(ctx, ds); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if per[slow.ID] != 1 || per[fast.ID] != 3 || len(claimed) != 4 {
-		t.Fatalf("claimed per webhook %v (%d in all); want slow 1 (its room), fast 3 (all it has due)", per, len(claimed))
-	}
-	// The oldest due of all come first when Limit is smaller than the room
-	// offered: the slow webhook's one, then the fast one's oldest.
-	if claimed[0].Delivery.WebhookID != slow.ID {
-		t.Fatalf("first claimed %s; want the slow webhook's oldest", claimed[0].Delivery.WebhookID)
-	}
-	// Skipped, the slow webhook gives nothing, and the fast one has nothing
-	// left unleased.
-	again, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
-		Owner: "y", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerWebhook: 4, SkipWebhooks: []string{slow.ID},
+		backlog(slow, 1100, base)
+		backlog(fast, 3, base.Add(time.Minute))
+		now := base.Add(time.Hour)
+		claimed, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
+			Owner: "x", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerWebhook: 4, Room: map[string]int{slow.ID: 1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[string]int{}
+		for i, d := range claimed {
+			per[d.Delivery.WebhookID]++
+			if i > 0 && d.Delivery.NextAttemptAt.Before(*claimed[i-1].Delivery.NextAttemptAt) {
+				t.Fatalf("claimed out of due order: %v", claimed)
+			}
+		}
+		if per[slow.ID] != 1 || per[fast.ID] != 3 || len(claimed) != 4 {
+			t.Fatalf("claimed per webhook %v (%d in all); want slow 1 (its room), fast 3 (all it has due)", per, len(claimed))
+		}
+		// The oldest due of all come first when Limit is smaller than the room
+		// offered: the slow webhook's one, then the fast one's oldest.
+		if claimed[0].Delivery.WebhookID != slow.ID {
+			t.Fatalf("first claimed %s; want the slow webhook's oldest", claimed[0].Delivery.WebhookID)
+		}
+		// Skipped, the slow webhook gives nothing, and the fast one has nothing
+		// left unleased.
+		again, err := s.ClaimDeliveries(ctx, ports.ClaimRequest{
+			Owner: "y", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerWebhook: 4, SkipWebhooks: []string{slow.ID},
+		})
+		if err != nil || len(again) != 0 {
+			t.Fatalf("claim skipping the slow webhook: %d %v; want none", len(again), err)
+		}
 	})
-	if err != nil || len(again) != 0 {
-		t.Fatalf("claim skipping the slow webhook: %d %v; want none", len(again), err)
-	}
 }
 
 // FinishDeliveries writes many outcomes at once (one statement on
