@@ -289,7 +289,7 @@ WHERE id IN (
 				`, Time(r.LeaseUntil), r.Owner)
 	q.sqliteDue(r)
 	q.write(`
-				ORDER BY d.next_attempt_at
+				ORDER BY d.next_attempt_at, d.id
 				LIMIT ?
 			) c
 		) r`, sqliteCandidates(r.Limit))
