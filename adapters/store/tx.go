@@ -121,6 +121,9 @@ func (db *DB) conn(ctx context.Context) *gorm.DB {
 // PostgreSQL, and inside a transaction (which holds the writer), it takes
 // nothing.
 func (db *DB) takeWriter(ctx context.Context) (func(), error) {
+	if db.writer == nil {
+		return func() {}, nil
+	}
 	scope, _ := ports.DBScopeOf(ctx)
 	return db.takeWriterAs(ctx, scope.WorkspaceID)
 }
