@@ -299,6 +299,23 @@ func TestSeatsServeAnotherWorkspaceBeforeAFloodsQueue(t *testing.T) {
 	})
 }
 
+// holdWriter starts a transaction of workspace wsp_a on SQLite, under wg,
+// and returns once it holds the writer; release (safe to call twice) ends
+// it.
+func holdWriter(db *store.DB, wg *sync.WaitGroup) (release func()) {
+	inTx, done := make(chan struct{}), make(chan struct{})
+	wg.Go(func() {
+		_ = db.InTx(ports.WithDBScope(context.Background(), "wsp_a"), func(context.Context) error {
+			close(inTx)
+			<-done
+			return nil
+		})
+	})
+	<-inTx
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
+}
+
 // On SQLite, whose writer is one, write transactions queue by workspace
 // and are served in turn: B's one write goes before A's queued bulk
 // writes, not after them all.
@@ -307,16 +324,8 @@ func TestSQLiteWritesAreServedInTurn(t *testing.T) {
 	db := storetest.SQLite(t)
 	a := ports.WithDBScope(context.Background(), "wsp_a")
 	b := ports.WithDBScope(context.Background(), "wsp_b")
-	inTx, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = db.InTx(a, func(context.Context) error {
-			close(inTx)
-			<-release
-			return nil
-		})
-	})
-	<-inTx
+	release := holdWriter(db, &wg)
 	var mu sync.Mutex
 	var order []string
 	write := func(ctx context.Context, name string) {
@@ -341,7 +350,7 @@ func TestSQLiteWritesAreServedInTurn(t *testing.T) {
 	for db.QueuedWrites("wsp_b") != 1 {
 		time.Sleep(time.Millisecond)
 	}
-	close(release)
+	release()
 	wg.Wait()
 	if want := []string{"b", "a1", "a2", "a3"}; !slices.Equal(order, want) {
 		t.Fatalf("wrote %v, want %v", order, want)
@@ -406,22 +415,13 @@ func TestSQLiteClaimHasATurnOfItsOwn(t *testing.T) {
 	e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
 	newDeliveries(t, db, e, w)
 
-	a := ports.WithDBScope(context.Background(), "wsp_a")
-	inTx, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = db.InTx(a, func(context.Context) error {
-			close(inTx)
-			<-release
-			return nil
-		})
-	})
-	<-inTx
+	release := holdWriter(db, &wg)
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
-				close(release)
+				release()
 				t.Fatalf("never: %s", what)
 			}
 		}
@@ -456,7 +456,7 @@ func TestSQLiteClaimHasATurnOfItsOwn(t *testing.T) {
 		claimed <- got
 	})
 	eventually("the claim queued in its own turn", func() bool { return db.QueuedWrites(store.ClaimFlow) == 1 })
-	close(release)
+	release()
 	wg.Wait()
 	if got := <-claimed; len(got) != 1 {
 		t.Fatalf("claimed %d deliveries, want 1", len(got))
@@ -478,23 +478,10 @@ func TestSQLiteClaimWithNothingToLeaseDoesNotWait(t *testing.T) {
 	e, _ := newEvent(t, db, ws, domain.EventTaskCreated, base)
 	newDeliveries(t, db, e, w)
 
-	inTx, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() {
-		_ = db.InTx(ports.WithDBScope(context.Background(), "wsp_a"), func(context.Context) error {
-			close(inTx)
-			<-release
-			return nil
-		})
-	})
-	<-inTx
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	release := holdWriter(db, &wg)
+	defer release()
 	claim := func(r ports.ClaimRequest) <-chan []ports.Dispatch {
 		out := make(chan []ports.Dispatch, 1)
 		r.Owner, r.LeaseUntil, r.Limit = "dsp_idle", base.Add(2*time.Hour), 10
@@ -530,8 +517,7 @@ func TestSQLiteClaimWithNothingToLeaseDoesNotWait(t *testing.T) {
 			t.Fatal("a claim with a delivery due never queued for the writer")
 		}
 	}
-	close(release)
-	released = true
+	release()
 	if got := <-due; len(got) != 1 {
 		t.Fatalf("claimed %d once the writer was free, want 1", len(got))
 	}
